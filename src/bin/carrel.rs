@@ -1,0 +1,299 @@
+//! The `carrel` command line: a thin shell over [`carrel::Library`]. Its
+//! command names and JSON fields are a contract (see README.md).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use carrel::chunk::Mode;
+use carrel::models::ModelConfig;
+use carrel::{Error, Library, LibraryConfig, Limits};
+
+#[derive(Parser)]
+#[command(name = "carrel", version, about = "A local-first document library", propagate_version = true)]
+struct Cli {
+    /// Library folder [default: the platform data dir, shared with the app]
+    #[arg(long, env = "CARREL_LIBRARY", global = true)]
+    library: Option<PathBuf>,
+    /// Folder with the ONNX Runtime library and the models (`make models` fills it)
+    #[arg(long, env = "CARREL_MODELS", global = true)]
+    models: Option<PathBuf>,
+    /// ONNX intra-op threads for embedding
+    #[arg(long, env = "CARREL_THREADS", global = true, default_value_t = carrel::models::DEFAULT_THREADS)]
+    threads: usize,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Add files, folders (recursively) or URLs
+    Add {
+        #[arg(required = true, value_name = "PATH_OR_URL")]
+        inputs: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List documents with their state
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a document's text (or its card)
+    Read {
+        id: i64,
+        #[arg(long)]
+        card: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Predict the chunks of a file, with the same planner the writer uses
+    Probe {
+        file: PathBuf,
+        #[arg(long, default_value = "document")]
+        mode: Mode,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Library statistics
+    Stats {
+        /// Chunks and average chunk size per document
+        #[arg(long, required = true)]
+        density: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a document (its content goes when no other document shares it)
+    Rm { id: i64 },
+    /// Check the runtime, models, fingerprints and library
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("CARREL_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    quiet_extractor_panics();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Panics inside third-party extractors are caught and listed as a broken
+/// reason; they should not also spray a backtrace over the terminal. Any
+/// other panic is still reported.
+fn quiet_extractor_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if carrel::extract::in_extractor() {
+            tracing::debug!(%info, "extractor panicked (caught)");
+        } else {
+            default(info);
+        }
+    }));
+}
+
+fn open(cli: &Cli) -> Result<Library, Error> {
+    let dir = match &cli.library {
+        Some(d) => d.clone(),
+        None => carrel::default_library_dir()?,
+    };
+    let mut models = ModelConfig::new(match &cli.models {
+        Some(d) => d.clone(),
+        None => ModelConfig::default_dir()?,
+    });
+    models.threads = cli.threads;
+    Library::open(LibraryConfig::new(dir, models))
+}
+
+fn print_json<T: Serialize>(value: &T) {
+    println!("{}", serde_json::to_string_pretty(value).expect("serialisable"));
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Error> {
+    match &cli.command {
+        Command::Add { inputs, json } => {
+            let mut lib = open(&cli)?;
+            let bar = ProgressBar::new(0);
+            if std::io::stderr().is_terminal() {
+                bar.set_style(
+                    ProgressStyle::with_template("{bar:30} {pos}/{len} files  {msg}")
+                        .expect("valid template")
+                        .progress_chars("█▉ "),
+                );
+            } else {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+            }
+            let report = lib.add(inputs, &mut |p| {
+                bar.set_length(p.total as u64);
+                bar.set_position(p.done as u64);
+                let name = p.current.rsplit('/').next().unwrap_or("");
+                bar.set_message(if p.failed > 0 { format!("{} failed  {name}", p.failed) } else { name.to_string() });
+            })?;
+            bar.finish_and_clear();
+            if *json {
+                print_json(&report);
+            } else {
+                for d in &report.documents {
+                    println!("added   {:>5}  {}  ({} chunks)", d.id, d.title, d.chunks);
+                }
+                for f in &report.failed {
+                    println!("failed         {}: {}", f.source, f.reason);
+                }
+                println!(
+                    "{} added, {} unchanged, {} failed",
+                    report.added,
+                    report.unchanged,
+                    report.failed.len()
+                );
+            }
+            Ok(if report.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::List { json } => {
+            let docs = open(&cli)?.list()?;
+            if *json {
+                print_json(&docs);
+            } else if docs.is_empty() {
+                println!("The library is empty. Add documents with `carrel add PATH_OR_FOLDER`.");
+            } else {
+                println!("{:>5}  {:<8} {:<8} {:>9} {:>6}  TITLE", "ID", "STATE", "KIND", "BYTES", "CHUNKS");
+                for d in &docs {
+                    println!(
+                        "{:>5}  {:<8} {:<8} {:>9} {:>6}  {}",
+                        d.id,
+                        d.state,
+                        d.kind.as_deref().unwrap_or("-"),
+                        d.bytes,
+                        d.chunks,
+                        d.title
+                    );
+                    if let Some(reason) = &d.broken_reason {
+                        println!("{:>7}{} — {}", "", d.source, reason);
+                    }
+                    if let Some(t) = d.truncated_at_chunk {
+                        println!("{:>7}truncated at chunk {t}", "");
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Read { id, card, json } => {
+            let doc = open(&cli)?.read(*id)?;
+            if *card {
+                let Some(c) = &doc.card else {
+                    return Err(Error::Corrupt(format!(
+                        "document {id} has no card: {}",
+                        doc.document.broken_reason.as_deref().unwrap_or("it is not indexed")
+                    )));
+                };
+                if *json {
+                    print_json(c);
+                } else {
+                    println!("{}", c.text());
+                }
+            } else if *json {
+                print_json(&doc);
+            } else {
+                if let Some(reason) = &doc.document.broken_reason {
+                    eprintln!("error: document {id} is broken: {reason}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                println!("# {}\n", doc.document.title);
+                let mut last: Option<&Vec<String>> = None;
+                for s in &doc.sections {
+                    if last != Some(&s.heading_path) && !s.heading_path.is_empty() {
+                        println!("{} {}\n", "#".repeat(s.heading_path.len().min(5) + 1), s.heading_path.join(" > "));
+                    }
+                    if let Some(p) = s.page {
+                        println!("[page {p}]");
+                    }
+                    println!("{}\n", s.text);
+                    last = Some(&s.heading_path);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Probe { file, mode, json } => match carrel::probe(file, *mode, &Limits::default())? {
+            Ok(p) => {
+                if *json {
+                    print_json(&p);
+                } else {
+                    println!(
+                        "{} chunks, {:.0} chars on average ({} mode, {} chars in all)",
+                        p.chunks,
+                        p.avg_chars,
+                        match p.mode {
+                            Mode::Document => "document",
+                            Mode::Memory => "memory",
+                        },
+                        p.chars
+                    );
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(reason) => {
+                eprintln!("error: {}: {reason}", file.display());
+                Ok(ExitCode::FAILURE)
+            }
+        },
+        Command::Stats { density: _, json } => {
+            let rows = open(&cli)?.density()?;
+            if *json {
+                print_json(&rows);
+            } else {
+                println!("{:>5} {:>7} {:>9} {:>9}  TITLE", "ID", "CHUNKS", "CHARS", "AVG");
+                for r in &rows {
+                    println!("{:>5} {:>7} {:>9} {:>9.0}  {}", r.id, r.chunks, r.chars, r.avg_chunk, r.title);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Rm { id } => {
+            let mut lib = open(&cli)?;
+            let title = lib.document(*id)?.title;
+            lib.remove(*id)?;
+            println!("removed {id}  {title}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor { json } => {
+            let d = open(&cli)?.doctor()?;
+            let healthy = d.runtime.is_ok() && d.embedder.is_ok();
+            if *json {
+                print_json(&d);
+            } else {
+                let show = |c: &carrel::Check| match c {
+                    carrel::Check::Ok { detail } => format!("ok      {detail}"),
+                    carrel::Check::Failed { error } => format!("FAILED  {error}"),
+                };
+                println!("library       {}", d.library.display());
+                println!("schema        v{}   sqlite-vec {}", d.schema_version, d.sqlite_vec);
+                println!("models dir    {}", d.models_dir.display());
+                println!("runtime       {}", show(&d.runtime));
+                println!("embedder      {}", show(&d.embedder));
+                if let Some(f) = &d.fingerprints {
+                    println!("fingerprints  {}  {}", f.chunk, f.card);
+                }
+                println!(
+                    "contents      {} documents, {} bodies, {} chunks, {} chunk vectors",
+                    d.documents, d.contents, d.chunks, d.chunk_vectors
+                );
+            }
+            Ok(if healthy { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! The engine's error type. Every message says what failed and, where there is
+//! one, what the user can do about it.
+
+use std::path::PathBuf;
+
+/// Result alias used across the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything the engine can fail with. Document-level problems (a corrupt PDF,
+/// a zero-byte file) are not errors: they become a listed
+/// [`crate::extract::BrokenReason`] on the document. These are failures of the
+/// library itself or of a request made to it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no document with id {0}; run `carrel list` to see the ids in this library")]
+    UnknownDocument(i64),
+
+    #[error("`{0}` does not exist")]
+    MissingSource(PathBuf),
+
+    #[error("the library database at {path} failed: {err}")]
+    Database {
+        path: PathBuf,
+        #[source]
+        err: rusqlite::Error,
+    },
+
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+
+    #[error(
+        "the library at {path} has schema version {found}, newer than this build of Carrel understands ({supported}); \
+         upgrade Carrel, or open another library with --library"
+    )]
+    SchemaTooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+
+    #[error("sqlite-vec did not load into SQLite: {0}")]
+    VectorExtension(String),
+
+    #[error("{what} not found at {path}; run `make models` (or set CARREL_MODELS to the folder that has them)")]
+    ModelMissing { what: &'static str, path: PathBuf },
+
+    #[error("{what} at {path} failed its checksum (expected sha256 {expected}, found {found}); run `make models` again")]
+    ModelChecksum {
+        what: &'static str,
+        path: PathBuf,
+        expected: &'static str,
+        found: String,
+    },
+
+    #[error("the ONNX Runtime library at {path} could not be loaded: {reason}. Carrel needs ONNX Runtime 1.24 or newer; run `make models`")]
+    Runtime { path: PathBuf, reason: String },
+
+    #[error("the embedding model failed: {0}")]
+    Embedding(String),
+
+    #[error("{path}: {err}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        err: std::io::Error,
+    },
+
+    #[error("could not decide where the library lives: no data directory for this user; pass --library DIR")]
+    NoDataDir,
+
+    #[error("stored data is malformed ({0}); this is a bug, please report it")]
+    Corrupt(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it happened on.
+    pub fn io(path: impl Into<PathBuf>, err: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            err,
+        }
+    }
+}

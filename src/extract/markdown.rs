@@ -1,0 +1,105 @@
+//! Markdown via pulldown-cmark: headings become heading paths, list items stay
+//! one per line so the chunker can see them.
+
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+use super::{Extracted, SectionBuilder};
+
+pub fn extract(src: &str) -> Extracted {
+    let opts = Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
+        | Options::ENABLE_PLUSES_DELIMITED_METADATA_BLOCKS;
+    let mut b = SectionBuilder::default();
+    let mut title = String::new();
+    let mut heading: Option<(u8, String)> = None;
+    let mut in_metadata = false;
+    let mut list_depth = 0usize;
+    for event in Parser::new_ext(src, opts) {
+        match event {
+            Event::Start(Tag::MetadataBlock(_)) => in_metadata = true,
+            Event::End(TagEnd::MetadataBlock(_)) => in_metadata = false,
+            _ if in_metadata => {}
+            Event::Start(Tag::Heading { level, .. }) => heading = Some((level_num(level), String::new())),
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some((level, text)) = heading.take() {
+                    if level == 1 && title.is_empty() {
+                        title = text.clone();
+                    }
+                    b.heading(level, text);
+                }
+            }
+            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => match heading.as_mut() {
+                Some((_, h)) => h.push_str(&t),
+                None => b.push(&t),
+            },
+            Event::SoftBreak => match heading.as_mut() {
+                Some((_, h)) => h.push(' '),
+                None => b.push(" "),
+            },
+            Event::HardBreak => b.line_break(),
+            Event::Start(Tag::List(_)) => {
+                if list_depth == 0 {
+                    b.block_break();
+                }
+                list_depth += 1;
+            }
+            Event::End(TagEnd::List(_)) => {
+                list_depth = list_depth.saturating_sub(1);
+                if list_depth == 0 {
+                    b.block_break();
+                }
+            }
+            Event::Start(Tag::Item) => {
+                b.line_break();
+                b.push(&"  ".repeat(list_depth.saturating_sub(1)));
+                b.push("- ");
+            }
+            Event::End(TagEnd::Item) => b.line_break(),
+            Event::End(TagEnd::Paragraph) => {
+                if list_depth > 0 {
+                    b.line_break()
+                } else {
+                    b.block_break()
+                }
+            }
+            Event::Start(Tag::CodeBlock(_)) | Event::End(TagEnd::CodeBlock) => b.block_break(),
+            Event::End(TagEnd::TableRow) | Event::End(TagEnd::TableHead) => b.line_break(),
+            Event::End(TagEnd::TableCell) => b.push(" | "),
+            Event::End(TagEnd::BlockQuote(_)) => b.block_break(),
+            _ => {}
+        }
+    }
+    Extracted {
+        title,
+        sections: b.finish(),
+    }
+}
+
+fn level_num(l: HeadingLevel) -> u8 {
+    match l {
+        HeadingLevel::H1 => 1,
+        HeadingLevel::H2 => 2,
+        HeadingLevel::H3 => 3,
+        HeadingLevel::H4 => 4,
+        HeadingLevel::H5 => 5,
+        HeadingLevel::H6 => 6,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headings_nest_into_paths_and_front_matter_is_skipped() {
+        let doc = extract(
+            "---\nlayout: x\n---\n# Guide\n\nIntro text.\n\n## Install\n\nRun it.\n\n### Linux\n\n- apt\n- dnf\n\n## Use\n\nType.\n",
+        );
+        assert_eq!(doc.title, "Guide");
+        let paths: Vec<_> = doc.sections.iter().map(|s| s.heading_path.join(" > ")).collect();
+        assert_eq!(paths, ["Guide", "Guide > Install", "Guide > Install > Linux", "Guide > Use"]);
+        assert!(doc.sections[2].text.contains("- apt\n- dnf"), "{:?}", doc.sections[2].text);
+        assert!(!doc.sections.iter().any(|s| s.text.contains("layout")));
+    }
+}

@@ -1,0 +1,129 @@
+//! PDF via lopdf + pdf-extract, page by page. pdf-extract's own by-pages call
+//! stops silently at the first bad page, so pages are driven here and counted
+//! against the document's page tree. Heading paths come from the PDF outline
+//! (bookmarks) when it has one. This runs inside the panic boundary in
+//! [`super::extract`].
+
+use lopdf::Document;
+use pdf_extract::{OutputError, PlainTextOutput, output_doc_page};
+
+use super::{BrokenReason, Extracted, Section};
+
+pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
+    if !bytes.starts_with(b"%PDF-") && !bytes[..bytes.len().min(1024)].windows(5).any(|w| w == b"%PDF-") {
+        return Err(BrokenReason::CorruptPdf("no PDF header".into()));
+    }
+    let mut doc = Document::load_mem(bytes).map_err(|e| BrokenReason::CorruptPdf(short(&e.to_string())))?;
+    if doc.is_encrypted() && doc.decrypt("").is_err() {
+        return Err(BrokenReason::Encrypted);
+    }
+    let encrypted = doc.is_encrypted();
+    let pages = doc.get_pages().len();
+    if pages == 0 {
+        return Err(BrokenReason::CorruptPdf("no pages".into()));
+    }
+    let outline = outline(&doc);
+    let mut sections = Vec::with_capacity(pages);
+    for page in 1..=pages as u32 {
+        let mut text = String::new();
+        let result: Result<(), OutputError> = output_doc_page(&doc, &mut PlainTextOutput::new(&mut text), page);
+        if let Err(e) = result {
+            if sections.is_empty() && page == 1 {
+                return Err(BrokenReason::CorruptPdf(short(&e.to_string())));
+            }
+            return Err(BrokenReason::IncompletePdf {
+                read: page as usize - 1,
+                pages,
+            });
+        }
+        sections.push(Section {
+            heading_path: heading_path_at(&outline, page as usize),
+            text: dehyphenate(&text),
+            page: Some(page),
+        });
+    }
+    if sections.iter().all(|s| s.text.trim().is_empty()) {
+        return Err(if encrypted { BrokenReason::Encrypted } else { BrokenReason::NoText });
+    }
+    let title = sections
+        .iter()
+        .flat_map(|s| s.text.lines())
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .filter(|l| l.chars().count() <= 100)
+        .unwrap_or("")
+        .to_string();
+    Ok(Extracted { title, sections })
+}
+
+fn short(s: &str) -> String {
+    s.chars().take(120).collect()
+}
+
+/// `(level, title, first page)` for each outline entry, in document order.
+fn outline(doc: &Document) -> Vec<(usize, String, usize)> {
+    match doc.get_toc() {
+        Ok(toc) => toc.toc.into_iter().map(|t| (t.level, t.title, t.page)).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The outline path in force on `page`: the entries that started on or before it.
+fn heading_path_at(outline: &[(usize, String, usize)], page: usize) -> Vec<String> {
+    let mut stack: Vec<(usize, &str)> = Vec::new();
+    for (level, title, start) in outline {
+        if *start > page {
+            break;
+        }
+        while stack.last().is_some_and(|(l, _)| l >= level) {
+            stack.pop();
+        }
+        stack.push((*level, title));
+    }
+    stack.into_iter().map(|(_, t)| t.to_string()).collect()
+}
+
+/// Joins words hyphenated across a line end ("extrac-\ntion" → "extraction").
+fn dehyphenate(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '-'
+            && i > 0
+            && chars[i - 1].is_lowercase()
+            && chars.get(i + 1) == Some(&'\n')
+            && chars.get(i + 2).is_some_and(|c| c.is_lowercase())
+        {
+            i += 2;
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dehyphenates_line_end_breaks_only() {
+        assert_eq!(dehyphenate("extrac-\ntion of well-known\nX-\nRay"), "extraction of well-known\nX-\nRay");
+    }
+
+    #[test]
+    fn outline_path_follows_pages() {
+        let o = vec![(1, "Intro".to_string(), 1), (1, "Usage".into(), 3), (2, "Flags".into(), 4)];
+        assert_eq!(heading_path_at(&o, 2), ["Intro"]);
+        assert_eq!(heading_path_at(&o, 4), ["Usage", "Flags"]);
+        assert!(heading_path_at(&[], 1).is_empty());
+    }
+
+    #[test]
+    fn garbage_is_corrupt_not_panic() {
+        assert!(matches!(extract(b"%PDF-1.4 garbage"), Err(BrokenReason::CorruptPdf(_))));
+        assert!(matches!(extract(b"hello"), Err(BrokenReason::CorruptPdf(_))));
+    }
+}

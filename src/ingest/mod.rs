@@ -1,0 +1,484 @@
+//! The ingest pipeline: source → read → extract → hash → dedup → chunk →
+//! card → embed → write. Prepared documents are embedded in cross-document
+//! batches (small files would otherwise run the model on one or two texts at
+//! a time), then each document is written in its own transaction.
+
+mod sources;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+pub use sources::expand;
+
+use crate::card::{self, Card};
+use crate::chunk::{self, ChunkSpan, Mode};
+use crate::error::Result;
+use crate::extract::{self, BrokenReason, Extracted, Kind};
+use crate::models::{Embedder, Fingerprints, hex};
+use crate::store::{DocumentState, NewChunk, NewDocument, Store};
+
+/// Files over this size are refused unread (a listed `too_large` reason).
+/// The largest real document in the measured corpora, a 2,415-page PDF
+/// manual, is about 14 MB.
+pub const MAX_FILE_BYTES: u64 = 40_000_000;
+
+/// Chunks kept per document; the rest is cut and the cut is recorded as
+/// `truncated_at_chunk`. 5,000 × 600 chars is about 3 MB of text.
+pub const MAX_CHUNKS_PER_DOCUMENT: usize = 5_000;
+
+/// Prepared texts that trigger an embed-and-write flush.
+const FLUSH_TEXTS: usize = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_file_bytes: u64,
+    pub max_chunks: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: MAX_FILE_BYTES,
+            max_chunks: MAX_CHUNKS_PER_DOCUMENT,
+        }
+    }
+}
+
+/// The one place the per-document chunk cap is applied: the writer and the
+/// probe both call it. Returns the kept spans and where the cut fell.
+pub fn plan_capped(doc: &Extracted, mode: Mode, limits: &Limits) -> (Vec<ChunkSpan>, Option<usize>) {
+    let mut spans = chunk::plan(doc, mode);
+    if spans.len() > limits.max_chunks {
+        spans.truncate(limits.max_chunks);
+        return (spans, Some(limits.max_chunks));
+    }
+    (spans, None)
+}
+
+/// The content hash: over the normalised sections (heading paths, pages and
+/// text), not the title, so the same body under two names is stored once.
+pub fn content_hash(doc: &Extracted) -> String {
+    let mut h = Sha256::new();
+    for s in &doc.sections {
+        h.update(s.heading_path.join("\u{1f}").as_bytes());
+        h.update(b"\x1e");
+        h.update(s.page.map(|p| p.to_string()).unwrap_or_default().as_bytes());
+        h.update(b"\x1e");
+        h.update(s.text.as_bytes());
+        h.update(b"\x1d");
+    }
+    hex(&h.finalize())
+}
+
+/// The text embedded for a chunk: its heading path, then the passage.
+pub fn chunk_embed_text(heading_path: &[String], text: &str) -> String {
+    if heading_path.is_empty() {
+        text.to_string()
+    } else {
+        format!("{}\n{text}", heading_path.join(" > "))
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub current: String,
+    pub failed: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub source: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AddedDocument {
+    pub id: i64,
+    pub title: String,
+    pub chunks: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AddReport {
+    pub added: usize,
+    pub unchanged: usize,
+    pub failed: Vec<Failure>,
+    pub documents: Vec<AddedDocument>,
+}
+
+/// What one file turned into before anything is written.
+enum Prepared {
+    Unchanged { id: i64 },
+    Broken(Meta, BrokenReason),
+    Indexed(Meta, Body),
+}
+
+struct Meta {
+    source: String,
+    kind: Option<Kind>,
+    title: String,
+    bytes: u64,
+    mtime_ns: Option<i64>,
+}
+
+enum Body {
+    /// The content is already stored (or is earlier in this batch).
+    Known { hash: String, chunks: usize },
+    New(Box<NewContent>),
+}
+
+struct NewContent {
+    hash: String,
+    extracted: Extracted,
+    chunks: Vec<NewChunk>,
+    truncated_at_chunk: Option<usize>,
+    card: Card,
+}
+
+impl NewContent {
+    fn build(hash: String, extracted: Extracted, limits: &Limits) -> NewContent {
+        let (spans, truncated_at_chunk) = plan_capped(&extracted, Mode::Document, limits);
+        let chunks = spans
+            .iter()
+            .map(|s| {
+                let section = &extracted.sections[s.section];
+                NewChunk {
+                    heading_path: section.heading_path.clone(),
+                    section: s.section,
+                    start: s.start,
+                    end: s.end,
+                    page: section.page,
+                    text: s.text(&extracted).to_string(),
+                }
+            })
+            .collect();
+        let card = card::build(&extracted);
+        NewContent {
+            hash,
+            extracted,
+            chunks,
+            truncated_at_chunk,
+            card,
+        }
+    }
+
+    /// Chunk texts then the card text: what gets embedded.
+    fn texts(&self) -> Vec<String> {
+        let mut t: Vec<String> = self.chunks.iter().map(|c| chunk_embed_text(&c.heading_path, &c.text)).collect();
+        t.push(self.card.text());
+        t
+    }
+}
+
+/// Runs the pipeline over files already expanded from the user's inputs.
+pub struct Pipeline<'a> {
+    pub store: &'a mut Store,
+    pub embedder: &'a mut dyn Embedder,
+    pub fingerprints: &'a Fingerprints,
+    pub limits: Limits,
+}
+
+impl Pipeline<'_> {
+    pub fn run(&mut self, files: &[PathBuf], report: &mut AddReport, progress: &mut dyn FnMut(&Progress)) -> Result<()> {
+        let mut p = Progress {
+            total: files.len(),
+            failed: report.failed.len(),
+            ..Progress::default()
+        };
+        let mut batch: Vec<Prepared> = Vec::new();
+        let mut pending_hashes: HashMap<String, usize> = HashMap::new();
+        let mut pending_texts = 0;
+        for path in files {
+            p.current = path.display().to_string();
+            progress(&p);
+            let prepared = self.prepare(path, &mut pending_hashes)?;
+            if let Prepared::Indexed(_, Body::New(c)) = &prepared {
+                pending_texts += c.chunks.len() + 1;
+            }
+            batch.push(prepared);
+            if pending_texts >= FLUSH_TEXTS {
+                self.flush(std::mem::take(&mut batch), report)?;
+                pending_hashes.clear();
+                pending_texts = 0;
+            }
+            p.done += 1;
+            p.failed = report.failed.len() + batch.iter().filter(|b| matches!(b, Prepared::Broken(..))).count();
+        }
+        self.flush(batch, report)?;
+        p.current.clear();
+        p.failed = report.failed.len();
+        progress(&p);
+        Ok(())
+    }
+
+    fn prepare(&self, path: &Path, pending: &mut HashMap<String, usize>) -> Result<Prepared> {
+        let source = path.display().to_string();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| source.clone());
+        let stamp = self.store.stamp(&source)?;
+        let broken = |kind, bytes, mtime_ns, reason| {
+            Prepared::Broken(
+                Meta {
+                    source: source.clone(),
+                    kind,
+                    title: name.clone(),
+                    bytes,
+                    mtime_ns,
+                },
+                reason,
+            )
+        };
+        let ext_kind = Kind::from_extension(path);
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) => return Ok(broken(ext_kind, 0, None, read_failure(e))),
+        };
+        let bytes = meta.len();
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as i64);
+        if let Some(s) = &stamp
+            && s.content_id.is_some()
+            && s.bytes == bytes
+            && s.mtime_ns == mtime_ns
+        {
+            return Ok(Prepared::Unchanged { id: s.id });
+        }
+        if bytes > self.limits.max_file_bytes {
+            let reason = BrokenReason::TooLarge {
+                bytes,
+                cap: self.limits.max_file_bytes,
+            };
+            return Ok(broken(ext_kind, bytes, mtime_ns, reason));
+        }
+        let data = match std::fs::read(path) {
+            Ok(d) => d,
+            Err(e) => return Ok(broken(ext_kind, bytes, mtime_ns, read_failure(e))),
+        };
+        let kind = Kind::detect(path, &data);
+        let extracted = match extract::extract(&name, &data, kind) {
+            Ok(x) => x,
+            Err(reason) => return Ok(broken(Some(kind), bytes, mtime_ns, reason)),
+        };
+        let hash = content_hash(&extracted);
+        let meta = Meta {
+            source,
+            kind: Some(kind),
+            title: extracted.title.clone(),
+            bytes,
+            mtime_ns,
+        };
+        if let Some(id) = self.store.content_by_hash(&hash)? {
+            // Either another document has this body, or this file was touched
+            // without changing: no work beyond pointing the row at it.
+            let chunks = self.store.chunks(id)?.len();
+            return Ok(Prepared::Indexed(meta, Body::Known { hash, chunks }));
+        }
+        if let Some(&chunks) = pending.get(&hash) {
+            return Ok(Prepared::Indexed(meta, Body::Known { hash, chunks }));
+        }
+        let content = NewContent::build(hash.clone(), extracted, &self.limits);
+        pending.insert(hash, content.chunks.len());
+        Ok(Prepared::Indexed(meta, Body::New(Box::new(content))))
+    }
+
+    /// Embeds every new content of the batch in one call, then writes each
+    /// document in its own transaction.
+    fn flush(&mut self, batch: Vec<Prepared>, report: &mut AddReport) -> Result<()> {
+        let texts: Vec<String> = batch
+            .iter()
+            .filter_map(|b| match b {
+                Prepared::Indexed(_, Body::New(c)) => Some(c.texts()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut vectors = if refs.is_empty() {
+            Vec::new().into_iter()
+        } else {
+            self.embedder.embed(&refs)?.into_iter()
+        };
+        for prepared in batch {
+            match prepared {
+                Prepared::Unchanged { id } => {
+                    self.store.touch(id)?;
+                    report.unchanged += 1;
+                }
+                Prepared::Broken(meta, reason) => {
+                    self.write(&meta, DocumentState::Broken(&reason), None, &[], None)?;
+                    report.failed.push(Failure {
+                        source: meta.source,
+                        reason: reason.to_string(),
+                    });
+                }
+                Prepared::Indexed(meta, Body::Known { hash, chunks }) => {
+                    let content_id = self
+                        .store
+                        .content_by_hash(&hash)?
+                        .ok_or_else(|| crate::Error::Corrupt(format!("content {hash} vanished mid-batch")))?;
+                    let before = self.store.stamp(&meta.source)?.and_then(|s| s.content_id);
+                    let id = self.write(&meta, DocumentState::Indexed { content_id }, None, &[], None)?;
+                    if before == Some(content_id) {
+                        report.unchanged += 1;
+                    } else {
+                        report.added += 1;
+                        report.documents.push(AddedDocument {
+                            id,
+                            title: meta.title,
+                            chunks,
+                        });
+                    }
+                }
+                Prepared::Indexed(meta, Body::New(content)) => {
+                    let n = content.chunks.len();
+                    let chunk_vecs: Vec<Vec<f32>> = vectors.by_ref().take(n).collect();
+                    let card_vec = vectors.next();
+                    let id = self.write(&meta, DocumentState::Indexed { content_id: 0 }, Some(&content), &chunk_vecs, card_vec.as_deref())?;
+                    report.added += 1;
+                    report.documents.push(AddedDocument {
+                        id,
+                        title: meta.title,
+                        chunks: n,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One document, one transaction: its new content (if any), its row, and
+    /// the garbage collection of the content it no longer points at.
+    fn write(
+        &mut self,
+        meta: &Meta,
+        state: DocumentState<'_>,
+        content: Option<&NewContent>,
+        chunk_vecs: &[Vec<f32>],
+        card_vec: Option<&[f32]>,
+    ) -> Result<i64> {
+        let fp = self.fingerprints;
+        let tx = self.store.conn.transaction()?;
+        let state = match (content, state) {
+            (Some(c), _) => {
+                let content_id = Store::insert_content(&tx, &c.hash, &c.extracted, c.truncated_at_chunk)?;
+                Store::write_chunks(&tx, content_id, &c.chunks, chunk_vecs, &fp.chunk)?;
+                let card_vec = card_vec.ok_or_else(|| crate::Error::Embedding("no vector came back for the card".into()))?;
+                Store::write_card(&tx, content_id, &c.card, card_vec, &fp.card)?;
+                DocumentState::Indexed { content_id }
+            }
+            (None, s) => s,
+        };
+        let doc = NewDocument {
+            source: &meta.source,
+            kind: meta.kind.map(Kind::as_str),
+            title: &meta.title,
+            bytes: meta.bytes,
+            mtime_ns: meta.mtime_ns,
+            state,
+        };
+        let (id, dropped) = Store::upsert_document(&tx, &doc)?;
+        if let Some(old) = dropped {
+            Store::collect_garbage(&tx, old)?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+}
+
+fn read_failure(e: std::io::Error) -> BrokenReason {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => BrokenReason::Vanished,
+        _ => BrokenReason::Unreadable(e.to_string()),
+    }
+}
+
+/// Re-embeds every content whose vectors were made by another fingerprint
+/// (another model, max length, chunker or card builder). Returns how many
+/// contents were refreshed.
+pub fn refresh_stale(
+    store: &mut Store,
+    embedder: &mut dyn Embedder,
+    fp: &Fingerprints,
+    limits: &Limits,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<usize> {
+    let stale = store.stale_contents(&fp.chunk, &fp.card)?;
+    let mut p = Progress {
+        total: stale.len(),
+        current: "re-embedding".into(),
+        ..Progress::default()
+    };
+    for s in &stale {
+        progress(&p);
+        let hash = store.content_hash(s.id)?;
+        let content = NewContent::build(hash, s.extracted.clone(), limits);
+        let texts = content.texts();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut vectors = embedder.embed(&refs)?;
+        let card_vec = vectors.pop();
+        let tx = store.conn.transaction()?;
+        if s.chunks_stale || content.truncated_at_chunk != s.truncated_at_chunk {
+            Store::write_chunks(&tx, s.id, &content.chunks, &vectors, &fp.chunk)?;
+            tx.execute(
+                "UPDATE contents SET truncated_at_chunk = ?2 WHERE id = ?1",
+                rusqlite::params![s.id, content.truncated_at_chunk.map(|t| t as i64)],
+            )?;
+        }
+        if s.card_stale {
+            let v = card_vec.ok_or_else(|| crate::Error::Embedding("no vector came back for the card".into()))?;
+            Store::write_card(&tx, s.id, &content.card, &v, &fp.card)?;
+        }
+        tx.commit()?;
+        p.done += 1;
+    }
+    progress(&p);
+    Ok(stale.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extract::Section;
+
+    fn doc(title: &str, text: &str) -> Extracted {
+        Extracted {
+            title: title.into(),
+            sections: vec![Section {
+                heading_path: vec!["H".into()],
+                text: text.into(),
+                page: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn hash_ignores_title_but_not_text_or_headings() {
+        let a = doc("One", "same body");
+        assert_eq!(content_hash(&a), content_hash(&doc("Two", "same body")));
+        assert_ne!(content_hash(&a), content_hash(&doc("One", "other body")));
+        let mut moved = a.clone();
+        moved.sections[0].heading_path = vec!["Other".into()];
+        assert_ne!(content_hash(&a), content_hash(&moved));
+    }
+
+    #[test]
+    fn cap_records_where_it_cut() {
+        let text = (0..50).map(|i| format!("Paragraph {i}. ").repeat(30)).collect::<Vec<_>>().join("\n\n");
+        let d = doc("t", &text);
+        let limits = Limits {
+            max_chunks: 7,
+            ..Limits::default()
+        };
+        let (spans, cut) = plan_capped(&d, Mode::Document, &limits);
+        assert_eq!(spans.len(), 7);
+        assert_eq!(cut, Some(7));
+        assert_eq!(plan_capped(&d, Mode::Document, &Limits::default()).1, None);
+    }
+}

@@ -1,0 +1,343 @@
+//! Carrel's engine: a local document library in one SQLite file.
+//!
+//! Whole files go in ([`Library::add`]); each is extracted ([`extract`]),
+//! chunked in document mode ([`chunk::plan`], the one owner of boundaries),
+//! given a card ([`card`]), embedded locally ([`models`]) and written by
+//! content hash ([`store`]). No Tauri and no UI here: everything is testable
+//! headless, and the CLI, the app and the MCP server are thin over it.
+
+pub mod card;
+pub mod chunk;
+pub mod error;
+pub mod extract;
+pub mod ingest;
+pub mod models;
+pub mod store;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use error::{Error, Result};
+pub use ingest::{AddReport, Limits, Progress};
+pub use store::DocumentRow;
+
+use card::Card;
+use chunk::Mode;
+use extract::{Kind, Section};
+use models::{Embedder, Fingerprints, ModelConfig, OnnxEmbedder};
+use store::Store;
+
+/// The application identifier; the desktop app's data dir is named after it,
+/// so the CLI and the app find the same default library.
+pub const APP_IDENTIFIER: &str = "app.carrel";
+
+/// The database file inside a library folder.
+pub const DATABASE_FILE: &str = "library.sqlite3";
+
+/// The per-user data folder shared by the app and the CLI.
+pub fn default_data_dir() -> Result<PathBuf> {
+    Ok(dirs::data_dir().ok_or(Error::NoDataDir)?.join(APP_IDENTIFIER))
+}
+
+/// `CARREL_LIBRARY` if set, else `library/` in the data folder.
+pub fn default_library_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("CARREL_LIBRARY") {
+        return Ok(PathBuf::from(dir));
+    }
+    Ok(default_data_dir()?.join("library"))
+}
+
+#[derive(Debug, Clone)]
+pub struct LibraryConfig {
+    pub dir: PathBuf,
+    pub models: ModelConfig,
+    pub limits: Limits,
+}
+
+impl LibraryConfig {
+    pub fn new(dir: PathBuf, models: ModelConfig) -> Self {
+        LibraryConfig {
+            dir,
+            models,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// An open library. The embedding model is loaded on first need, so listing,
+/// reading and re-scanning unchanged files never load it.
+pub struct Library {
+    store: Store,
+    config: LibraryConfig,
+    embedder: Option<Box<dyn Embedder>>,
+}
+
+/// A document with everything `carrel read` shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocumentText {
+    pub document: DocumentRow,
+    pub card: Option<Card>,
+    pub sections: Vec<Section>,
+}
+
+/// `carrel stats --density`, per document.
+#[derive(Debug, Clone, Serialize)]
+pub struct Density {
+    pub id: i64,
+    pub title: String,
+    pub chunks: u64,
+    pub chars: u64,
+    pub avg_chunk: f64,
+}
+
+/// `carrel probe`: what the writer would store for one file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Probe {
+    pub mode: Mode,
+    pub chunks: usize,
+    pub avg_chars: f64,
+    pub chars: usize,
+    pub truncated_at_chunk: Option<usize>,
+}
+
+/// `carrel doctor`: each part, and whether it works.
+#[derive(Debug, Clone, Serialize)]
+pub struct Doctor {
+    pub library: PathBuf,
+    pub schema_version: i64,
+    pub sqlite_vec: String,
+    pub models_dir: PathBuf,
+    pub runtime: Check,
+    pub embedder: Check,
+    pub fingerprints: Option<Fingerprints>,
+    pub documents: i64,
+    pub contents: i64,
+    pub chunks: i64,
+    pub chunk_vectors: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Check {
+    Ok { detail: String },
+    Failed { error: String },
+}
+
+impl Check {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Check::Ok { .. })
+    }
+}
+
+impl Library {
+    pub fn open(config: LibraryConfig) -> Result<Library> {
+        std::fs::create_dir_all(&config.dir).map_err(|e| Error::io(&config.dir, e))?;
+        let store = Store::open(&config.dir.join(DATABASE_FILE))?;
+        Ok(Library {
+            store,
+            config,
+            embedder: None,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.config.dir
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Adds files, folders (recursively) and, later, URLs. Bad inputs are
+    /// listed in the report's `failed` and the rest still lands. Stale vectors
+    /// are re-embedded first.
+    pub fn add(&mut self, inputs: &[String], progress: &mut dyn FnMut(&Progress)) -> Result<AddReport> {
+        let (files, failed) = ingest::expand(inputs);
+        self.add_files(&files, failed, progress)
+    }
+
+    /// The pipeline over an already expanded file list (files may vanish
+    /// between listing and reading; they are then listed as broken).
+    pub fn add_files(
+        &mut self,
+        files: &[PathBuf],
+        failed: Vec<ingest::Failure>,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<AddReport> {
+        let fingerprints = Fingerprints::of(&self.config.models)?;
+        self.refresh(progress)?;
+        let mut report = AddReport {
+            failed,
+            ..AddReport::default()
+        };
+        let limits = self.config.limits;
+        // The embedder is only called for new content; the lazy wrapper keeps
+        // an all-unchanged re-scan from loading the model at all.
+        let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
+        let mut pipeline = ingest::Pipeline {
+            store: &mut self.store,
+            embedder,
+            fingerprints: &fingerprints,
+            limits,
+        };
+        pipeline.run(files, &mut report, progress)?;
+        Ok(report)
+    }
+
+    /// Re-embeds contents whose vectors came from another model or chunker.
+    pub fn refresh(&mut self, progress: &mut dyn FnMut(&Progress)) -> Result<usize> {
+        let fp = Fingerprints::of(&self.config.models)?;
+        if self.store.stale_contents(&fp.chunk, &fp.card)?.is_empty() {
+            return Ok(0);
+        }
+        let limits = self.config.limits;
+        let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
+        ingest::refresh_stale(&mut self.store, embedder, &fp, &limits, progress)
+    }
+
+    /// Every document, with its state judged against the current models.
+    pub fn list(&self) -> Result<Vec<DocumentRow>> {
+        let fp = Fingerprints::of(&self.config.models).ok();
+        self.store.list(fp.as_ref().map(|f| f.chunk.as_str()), fp.as_ref().map(|f| f.card.as_str()))
+    }
+
+    pub fn document(&self, id: i64) -> Result<DocumentRow> {
+        self.list()?.into_iter().find(|d| d.id == id).ok_or(Error::UnknownDocument(id))
+    }
+
+    pub fn read(&self, id: i64) -> Result<DocumentText> {
+        let document = self.document(id)?;
+        let (card, sections) = match self.store.document_content(id)? {
+            Some(c) => (self.store.card(c)?, self.store.extracted(c)?.sections),
+            None => (None, Vec::new()),
+        };
+        Ok(DocumentText {
+            document,
+            card,
+            sections,
+        })
+    }
+
+    pub fn chunks(&self, id: i64) -> Result<Vec<store::ChunkRow>> {
+        match self.store.document_content(id)? {
+            Some(c) => self.store.chunks(c),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    pub fn remove(&mut self, id: i64) -> Result<()> {
+        self.store.remove_document(id)
+    }
+
+    pub fn density(&self) -> Result<Vec<Density>> {
+        let mut out = Vec::new();
+        for d in self.list()? {
+            let Some(content) = self.store.document_content(d.id)? else {
+                continue;
+            };
+            let chunks = self.store.chunks(content)?;
+            let chars: u64 = chunks.iter().map(|c| c.text.chars().count() as u64).sum();
+            out.push(Density {
+                id: d.id,
+                title: d.title,
+                chunks: chunks.len() as u64,
+                chars,
+                avg_chunk: if chunks.is_empty() { 0.0 } else { chars as f64 / chunks.len() as f64 },
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn doctor(&self) -> Result<Doctor> {
+        let models = &self.config.models;
+        let fingerprints = Fingerprints::of(models);
+        let runtime = match models::onnx::environment(&models.runtime_path()) {
+            Ok(_) => Check::Ok {
+                detail: models.runtime_path().display().to_string(),
+            },
+            Err(e) => Check::Failed { error: e.to_string() },
+        };
+        let embedder = match (&fingerprints, runtime.is_ok()) {
+            (Err(e), _) => Check::Failed { error: e.to_string() },
+            (Ok(_), false) => Check::Failed {
+                error: "not loaded: the ONNX Runtime library is missing".into(),
+            },
+            (Ok(_), true) => match OnnxEmbedder::load(models) {
+                Ok(_) => Check::Ok {
+                    detail: format!(
+                        "{} ({}), {} pooling, max length {}, {} thread(s)",
+                        models::EMBEDDER_NAME,
+                        models.embedder_dir().display(),
+                        models::POOLING,
+                        models.max_length,
+                        models.threads
+                    ),
+                },
+                Err(e) => Check::Failed { error: e.to_string() },
+            },
+        };
+        let [documents, contents, chunks, chunk_vectors, _, _] = self.store.counts()?;
+        Ok(Doctor {
+            library: self.config.dir.clone(),
+            schema_version: self.store.schema_version()?,
+            sqlite_vec: self.store.vec_version()?,
+            models_dir: models.dir.clone(),
+            runtime,
+            embedder,
+            fingerprints: fingerprints.ok(),
+            documents,
+            contents,
+            chunks,
+            chunk_vectors,
+        })
+    }
+}
+
+fn lazy_embedder<'a>(slot: &'a mut Option<Box<dyn Embedder>>, config: &ModelConfig) -> &'a mut dyn Embedder {
+    slot.get_or_insert_with(|| {
+        Box::new(LazyEmbedder {
+            config: config.clone(),
+            loaded: None,
+        })
+    })
+    .as_mut()
+}
+
+/// Loads the ONNX embedder on its first call, so runs that embed nothing
+/// never pay for (or depend on) loading the model.
+struct LazyEmbedder {
+    config: ModelConfig,
+    loaded: Option<OnnxEmbedder>,
+}
+
+impl Embedder for LazyEmbedder {
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if self.loaded.is_none() {
+            self.loaded = Some(OnnxEmbedder::load(&self.config)?);
+        }
+        self.loaded.as_mut().expect("loaded above").embed(texts)
+    }
+}
+
+/// Extracts and plans one file exactly as the writer would, without a library.
+pub fn probe(path: &Path, mode: Mode, limits: &Limits) -> Result<std::result::Result<Probe, extract::BrokenReason>> {
+    let data = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::MissingSource(path.to_path_buf()),
+        _ => Error::io(path, e),
+    })?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let doc = match extract::extract(&name, &data, Kind::detect(path, &data)) {
+        Ok(d) => d,
+        Err(reason) => return Ok(Err(reason)),
+    };
+    let (spans, truncated_at_chunk) = ingest::plan_capped(&doc, mode, limits);
+    let (chunks, avg_chars) = chunk::summary(&doc, &spans);
+    Ok(Ok(Probe {
+        mode,
+        chunks,
+        avg_chars,
+        chars: doc.char_count(),
+        truncated_at_chunk,
+    }))
+}

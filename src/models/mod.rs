@@ -1,0 +1,147 @@
+//! Local models behind small traits. The engine asks an [`Embedder`] for
+//! vectors and never learns how they are made; [`onnx`] is the real
+//! implementation (fastembed over ONNX Runtime, loaded dynamically).
+//!
+//! A [`Fingerprints`] names exactly what produced a vector: the model file
+//! hashes, pooling and max length, plus the chunker or card version. Vectors
+//! with another fingerprint are stale and get re-embedded.
+
+pub mod onnx;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+pub use onnx::OnnxEmbedder;
+
+/// Turns texts into unit vectors of [`crate::store::EMBED_DIM`] floats.
+pub trait Embedder: Send {
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// The embedder Carrel ships: all-MiniLM-L6-v2, int8 ONNX.
+pub const EMBEDDER_NAME: &str = "all-MiniLM-L6-v2";
+pub const EMBEDDER_ONNX_SHA256: &str = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
+pub const EMBEDDER_TOKENIZER_SHA256: &str = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
+/// The ONNX Runtime library file `make models` installs (1.24 or newer works).
+pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.24.4";
+pub const POOLING: &str = "mean";
+pub const DEFAULT_MAX_LENGTH: usize = 256;
+/// One intra-op thread beat two on a 2-core machine (DESIGN.md), and leaves
+/// a core for extraction and the UI.
+pub const DEFAULT_THREADS: usize = 1;
+/// Texts per ONNX run. Texts are sorted by length before batching, so padding
+/// stays small.
+pub const DEFAULT_BATCH: usize = 32;
+
+/// Where the models live and how to run them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelConfig {
+    pub dir: PathBuf,
+    pub threads: usize,
+    pub max_length: usize,
+    pub batch_size: usize,
+}
+
+impl ModelConfig {
+    pub fn new(dir: PathBuf) -> Self {
+        ModelConfig {
+            dir,
+            threads: DEFAULT_THREADS,
+            max_length: DEFAULT_MAX_LENGTH,
+            batch_size: DEFAULT_BATCH,
+        }
+    }
+
+    /// `CARREL_MODELS` if set, else `models/` in the platform data dir beside
+    /// the default library.
+    pub fn default_dir() -> Result<PathBuf> {
+        if let Some(dir) = std::env::var_os("CARREL_MODELS") {
+            return Ok(PathBuf::from(dir));
+        }
+        Ok(crate::default_data_dir()?.join("models"))
+    }
+
+    pub fn runtime_path(&self) -> PathBuf {
+        self.dir.join("onnxruntime").join(RUNTIME_FILE)
+    }
+
+    pub fn embedder_dir(&self) -> PathBuf {
+        self.dir.join(EMBEDDER_NAME)
+    }
+}
+
+/// What produced a vector. `chunk` keys chunk vectors, `card` card vectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fingerprints {
+    pub model: String,
+    pub chunk: String,
+    pub card: String,
+}
+
+impl Fingerprints {
+    /// Reads and checks the model files. Cached per process and config, since
+    /// it hashes 23 MB.
+    pub fn of(cfg: &ModelConfig) -> Result<Fingerprints> {
+        static CACHE: Mutex<Vec<(ModelConfig, Fingerprints)>> = Mutex::new(Vec::new());
+        let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, fp)) = cache.iter().find(|(c, _)| c == cfg) {
+            return Ok(fp.clone());
+        }
+        let dir = cfg.embedder_dir();
+        let onnx = verified(&dir.join("model.onnx"), "embedding model", EMBEDDER_ONNX_SHA256)?;
+        let tok = verified(&dir.join("tokenizer.json"), "embedding tokenizer", EMBEDDER_TOKENIZER_SHA256)?;
+        let base = format!("{onnx}|{tok}|{POOLING}|{}", cfg.max_length);
+        let model = format!("{EMBEDDER_NAME}@{}", &hex(&Sha256::digest(base.as_bytes()))[..12]);
+        let fp = Fingerprints {
+            chunk: format!("{model}/chunker-v{}", crate::chunk::CHUNKER_VERSION),
+            card: format!("{model}/card-v{}", crate::card::CARD_VERSION),
+            model,
+        };
+        cache.push((cfg.clone(), fp.clone()));
+        Ok(fp)
+    }
+}
+
+/// sha256 of a file, checked against the pinned value.
+fn verified(path: &Path, what: &'static str, expected: &'static str) -> Result<String> {
+    let found = sha256_file(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::ModelMissing {
+            what,
+            path: path.to_path_buf(),
+        },
+        _ => Error::io(path, e),
+    })?;
+    if found != expected {
+        return Err(Error::ModelChecksum {
+            what,
+            path: path.to_path_buf(),
+            expected,
+            found,
+        });
+    }
+    Ok(found)
+}
+
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,228 @@
+//! Content-addressed rows: `contents` (hash → extracted text), its `chunks`,
+//! its `cards`, and their vectors. Each vector row carries the fingerprint of
+//! the model and chunker/card builder that made it; the same fingerprint is
+//! written on the chunk or card row in the same transaction, so staleness is
+//! a plain indexed query.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::Serialize;
+
+use super::{Store, vector_blob};
+use crate::card::Card;
+use crate::error::{Error, Result};
+use crate::extract::Extracted;
+
+/// A chunk ready to be written.
+pub struct NewChunk {
+    pub heading_path: Vec<String>,
+    pub section: usize,
+    pub start: usize,
+    pub end: usize,
+    pub page: Option<u32>,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ChunkRow {
+    pub id: i64,
+    pub seq: i64,
+    pub heading_path: Vec<String>,
+    pub page: Option<u32>,
+    pub text: String,
+}
+
+/// A content whose chunk or card vectors were made by another fingerprint.
+pub struct StaleContent {
+    pub id: i64,
+    pub extracted: Extracted,
+    pub truncated_at_chunk: Option<usize>,
+    pub chunks_stale: bool,
+    pub card_stale: bool,
+}
+
+impl Store {
+    pub fn content_by_hash(&self, hash: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row("SELECT id FROM contents WHERE hash = ?1", [hash], |r| r.get(0))
+            .optional()?)
+    }
+
+    pub fn content_hash(&self, content_id: i64) -> Result<String> {
+        Ok(self.conn.query_row("SELECT hash FROM contents WHERE id = ?1", [content_id], |r| r.get(0))?)
+    }
+
+    pub fn extracted(&self, content_id: i64) -> Result<Extracted> {
+        let json: String = self
+            .conn
+            .query_row("SELECT extracted FROM contents WHERE id = ?1", [content_id], |r| r.get(0))?;
+        serde_json::from_str(&json).map_err(|e| Error::Corrupt(format!("content {content_id}: {e}")))
+    }
+
+    pub fn chunks(&self, content_id: i64) -> Result<Vec<ChunkRow>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, seq, heading_path, page, text FROM chunks WHERE content_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([content_id], |r| {
+            let path: String = r.get(2)?;
+            Ok(ChunkRow {
+                id: r.get(0)?,
+                seq: r.get(1)?,
+                heading_path: serde_json::from_str(&path).unwrap_or_else(|_| vec![path]),
+                page: r.get(3)?,
+                text: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    pub fn card(&self, content_id: i64) -> Result<Option<Card>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT title, what, outline, key_terms FROM cards WHERE content_id = ?1",
+                [content_id],
+                |r| {
+                    let outline: String = r.get(2)?;
+                    let terms: String = r.get(3)?;
+                    Ok(Card {
+                        title: r.get(0)?,
+                        what: r.get(1)?,
+                        outline: serde_json::from_str(&outline).unwrap_or_default(),
+                        key_terms: serde_json::from_str(&terms).unwrap_or_default(),
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Contents with any chunk or card not embedded under the given
+    /// fingerprints (or with no vectors at all).
+    pub fn stale_contents(&self, chunk_fp: &str, card_fp: &str) -> Result<Vec<StaleContent>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id, c.extracted, c.truncated_at_chunk,
+                    EXISTS (SELECT 1 FROM chunks k WHERE k.content_id = c.id AND k.embedded_with IS NOT ?1),
+                    NOT EXISTS (SELECT 1 FROM cards d WHERE d.content_id = c.id AND d.embedded_with IS ?2)
+             FROM contents c ORDER BY c.id",
+        )?;
+        let rows = stmt.query_map(params![chunk_fp, card_fp], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<i64>>(2)?, r.get(3)?, r.get(4)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, json, truncated, chunks_stale, card_stale): (i64, String, Option<i64>, bool, bool) = row?;
+            if !chunks_stale && !card_stale {
+                continue;
+            }
+            let extracted = serde_json::from_str(&json).map_err(|e| Error::Corrupt(format!("content {id}: {e}")))?;
+            out.push(StaleContent {
+                id,
+                extracted,
+                truncated_at_chunk: truncated.map(|t| t as usize),
+                chunks_stale,
+                card_stale,
+            });
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn insert_content(
+        tx: &Transaction<'_>,
+        hash: &str,
+        extracted: &Extracted,
+        truncated_at_chunk: Option<usize>,
+    ) -> Result<i64> {
+        let json = serde_json::to_string(extracted).map_err(|e| Error::Corrupt(e.to_string()))?;
+        Ok(tx.query_row(
+            "INSERT INTO contents (hash, extracted, chars, truncated_at_chunk) VALUES (?1, ?2, ?3, ?4) RETURNING id",
+            params![hash, json, extracted.char_count() as i64, truncated_at_chunk.map(|t| t as i64)],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Replaces every chunk of a content, with its vectors.
+    pub(crate) fn write_chunks(
+        tx: &Transaction<'_>,
+        content_id: i64,
+        chunks: &[NewChunk],
+        vectors: &[Vec<f32>],
+        fingerprint: &str,
+    ) -> Result<()> {
+        debug_assert_eq!(chunks.len(), vectors.len());
+        tx.execute(
+            "DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE content_id = ?1)",
+            [content_id],
+        )?;
+        tx.execute("DELETE FROM chunks WHERE content_id = ?1", [content_id])?;
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO chunks (content_id, seq, heading_path, section, start, end, page, text, embedded_with)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+        )?;
+        let mut insert_vec =
+            tx.prepare_cached("INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (?1, ?2, ?3)")?;
+        for (seq, (c, v)) in chunks.iter().zip(vectors).enumerate() {
+            let path = serde_json::to_string(&c.heading_path).map_err(|e| Error::Corrupt(e.to_string()))?;
+            let id: i64 = insert.query_row(
+                params![content_id, seq as i64, path, c.section as i64, c.start as i64, c.end as i64, c.page, c.text, fingerprint],
+                |r| r.get(0),
+            )?;
+            insert_vec.execute(params![id, vector_blob(v), fingerprint])?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the card of a content, with its vector.
+    pub(crate) fn write_card(
+        tx: &Transaction<'_>,
+        content_id: i64,
+        card: &Card,
+        vector: &[f32],
+        fingerprint: &str,
+    ) -> Result<()> {
+        let json = |v: &Vec<String>| serde_json::to_string(v).map_err(|e| Error::Corrupt(e.to_string()));
+        tx.execute(
+            "INSERT OR REPLACE INTO cards (content_id, title, what, outline, key_terms, text, embedded_with)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![content_id, card.title, card.what, json(&card.outline)?, json(&card.key_terms)?, card.text(), fingerprint],
+        )?;
+        tx.execute("DELETE FROM card_vectors WHERE content_id = ?1", [content_id])?;
+        tx.execute(
+            "INSERT INTO card_vectors (content_id, embedding, fingerprint) VALUES (?1, ?2, ?3)",
+            params![content_id, vector_blob(vector), fingerprint],
+        )?;
+        Ok(())
+    }
+
+    /// Deletes a content and everything hanging off it, if no document points
+    /// at it any more.
+    pub(crate) fn collect_garbage(tx: &Transaction<'_>, content_id: i64) -> Result<bool> {
+        let used: bool =
+            tx.query_row("SELECT EXISTS (SELECT 1 FROM documents WHERE content_id = ?1)", [content_id], |r| r.get(0))?;
+        if used {
+            return Ok(false);
+        }
+        tx.execute(
+            "DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE content_id = ?1)",
+            [content_id],
+        )?;
+        tx.execute("DELETE FROM chunks WHERE content_id = ?1", [content_id])?;
+        tx.execute("DELETE FROM card_vectors WHERE content_id = ?1", [content_id])?;
+        tx.execute("DELETE FROM cards WHERE content_id = ?1", [content_id])?;
+        tx.execute("DELETE FROM contents WHERE id = ?1", [content_id])?;
+        Ok(true)
+    }
+
+    /// Row counts, for `carrel doctor` and tests: (documents, contents, chunks,
+    /// chunk vectors, cards, card vectors).
+    pub fn counts(&self) -> Result<[i64; 6]> {
+        let q = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
+        Ok([
+            q("SELECT count(*) FROM documents")?,
+            q("SELECT count(*) FROM contents")?,
+            q("SELECT count(*) FROM chunks")?,
+            q("SELECT count(*) FROM chunk_vectors")?,
+            q("SELECT count(*) FROM cards")?,
+            q("SELECT count(*) FROM card_vectors")?,
+        ])
+    }
+}

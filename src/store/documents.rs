@@ -1,0 +1,179 @@
+//! Rows of the `documents` table: one per source (path or URL), pointing at a
+//! content or carrying the reason it is broken.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::Serialize;
+
+use super::{Store, now};
+use crate::error::{Error, Result};
+use crate::extract::BrokenReason;
+
+/// What a source resolved to.
+pub enum DocumentState<'a> {
+    Indexed { content_id: i64 },
+    Broken(&'a BrokenReason),
+}
+
+pub struct NewDocument<'a> {
+    pub source: &'a str,
+    pub kind: Option<&'a str>,
+    pub title: &'a str,
+    pub bytes: u64,
+    pub mtime_ns: Option<i64>,
+    pub state: DocumentState<'a>,
+}
+
+/// What the library last saw of a source: enough to skip it unread.
+#[derive(Debug, Clone)]
+pub struct SourceStamp {
+    pub id: i64,
+    pub bytes: u64,
+    pub mtime_ns: Option<i64>,
+    pub content_id: Option<i64>,
+}
+
+/// One document as `carrel list` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocumentRow {
+    pub id: i64,
+    pub title: String,
+    pub kind: Option<String>,
+    pub source: String,
+    pub bytes: u64,
+    pub chunks: u64,
+    pub content_hash: Option<String>,
+    /// `indexed`, `stale` (vectors from another model or chunker), or `broken`.
+    pub state: String,
+    pub broken_reason: Option<String>,
+    pub broken_code: Option<String>,
+    pub truncated_at_chunk: Option<u64>,
+    /// `ready`, `stale`, or `none` (broken documents have no card).
+    pub card_state: String,
+    pub added_at: i64,
+    pub synced_at: i64,
+}
+
+impl Store {
+    pub fn stamp(&self, source: &str) -> Result<Option<SourceStamp>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, bytes, mtime_ns, content_id FROM documents WHERE source = ?1",
+                [source],
+                |r| {
+                    Ok(SourceStamp {
+                        id: r.get(0)?,
+                        bytes: r.get::<_, i64>(1)? as u64,
+                        mtime_ns: r.get(2)?,
+                        content_id: r.get(3)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Lists every document, with states judged against the current
+    /// fingerprints (`None` when the models cannot be read: then vectors are
+    /// not judged stale).
+    pub fn list(&self, chunk_fp: Option<&str>, card_fp: Option<&str>) -> Result<Vec<DocumentRow>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT d.id, d.title, d.kind, d.source, d.bytes, c.hash, d.state, d.broken_code, d.broken_reason,
+                    c.truncated_at_chunk, d.added_at, d.synced_at,
+                    (SELECT count(*) FROM chunks k WHERE k.content_id = d.content_id),
+                    (SELECT count(*) FROM chunks k WHERE k.content_id = d.content_id
+                        AND k.embedded_with IS NOT ?1),
+                    (SELECT embedded_with IS NOT ?2 FROM cards WHERE content_id = d.content_id)
+             FROM documents d LEFT JOIN contents c ON c.id = d.content_id
+             ORDER BY d.id",
+        )?;
+        let rows = stmt.query_map(params![chunk_fp, card_fp], |r| {
+            let state: String = r.get(6)?;
+            let stale_chunks: i64 = r.get(13)?;
+            let card_stale: Option<bool> = r.get(14)?;
+            let judged = chunk_fp.is_some();
+            Ok(DocumentRow {
+                id: r.get(0)?,
+                title: r.get(1)?,
+                kind: r.get(2)?,
+                source: r.get(3)?,
+                bytes: r.get::<_, i64>(4)? as u64,
+                content_hash: r.get(5)?,
+                state: if state == "indexed" && judged && (stale_chunks > 0 || card_stale == Some(true)) {
+                    "stale".into()
+                } else {
+                    state
+                },
+                broken_code: r.get(7)?,
+                broken_reason: r.get(8)?,
+                truncated_at_chunk: r.get::<_, Option<i64>>(9)?.map(|v| v as u64),
+                added_at: r.get(10)?,
+                synced_at: r.get(11)?,
+                chunks: r.get::<_, i64>(12)? as u64,
+                card_state: match card_stale {
+                    None => "none".into(),
+                    Some(true) if judged => "stale".into(),
+                    Some(_) => "ready".into(),
+                },
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    pub fn document(&self, id: i64) -> Result<DocumentRow> {
+        self.list(None, None)?
+            .into_iter()
+            .find(|d| d.id == id)
+            .ok_or(Error::UnknownDocument(id))
+    }
+
+    pub fn document_content(&self, id: i64) -> Result<Option<i64>> {
+        self.conn
+            .query_row("SELECT content_id FROM documents WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?
+            .ok_or(Error::UnknownDocument(id))
+    }
+
+    /// Removes a document and, if it was the last one pointing at its content,
+    /// the content with its chunks, card and vectors.
+    pub fn remove_document(&mut self, id: i64) -> Result<()> {
+        let content = self.document_content(id)?;
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM documents WHERE id = ?1", [id])?;
+        if let Some(c) = content {
+            Store::collect_garbage(&tx, c)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Inserts or updates the row for `doc.source`; returns its id and the
+    /// content it pointed at before, if that changed.
+    pub(crate) fn upsert_document(tx: &Transaction<'_>, doc: &NewDocument<'_>) -> Result<(i64, Option<i64>)> {
+        let previous: Option<Option<i64>> = tx
+            .query_row("SELECT content_id FROM documents WHERE source = ?1", [doc.source], |r| r.get(0))
+            .optional()?;
+        let (state, content_id, code, reason) = match &doc.state {
+            DocumentState::Indexed { content_id } => ("indexed", Some(*content_id), None, None),
+            DocumentState::Broken(r) => ("broken", None, Some(r.code()), Some(r.to_string())),
+        };
+        let t = now();
+        let id = tx.query_row(
+            "INSERT INTO documents (source, kind, title, bytes, mtime_ns, content_id, state, broken_code, broken_reason, added_at, synced_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+             ON CONFLICT(source) DO UPDATE SET kind = excluded.kind, title = excluded.title, bytes = excluded.bytes,
+                mtime_ns = excluded.mtime_ns, content_id = excluded.content_id, state = excluded.state,
+                broken_code = excluded.broken_code, broken_reason = excluded.broken_reason, synced_at = excluded.synced_at
+             RETURNING id",
+            params![doc.source, doc.kind, doc.title, doc.bytes as i64, doc.mtime_ns, content_id, state, code, reason, t],
+            |r| r.get(0),
+        )?;
+        let dropped = previous.flatten().filter(|old| Some(*old) != content_id);
+        Ok((id, dropped))
+    }
+
+    /// Records that a source was seen unchanged.
+    pub(crate) fn touch(&self, id: i64) -> Result<()> {
+        self.conn.execute("UPDATE documents SET synced_at = ?2 WHERE id = ?1", params![id, now()])?;
+        Ok(())
+    }
+}

@@ -1,0 +1,97 @@
+//! The library file: one SQLite database with sqlite-vec. [`Store::open`]
+//! registers sqlite-vec once, checks `vec_version()`, enables WAL, migrates by
+//! `PRAGMA user_version` inside an IMMEDIATE transaction, and refuses a
+//! database newer than this build.
+
+mod contents;
+mod documents;
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use rusqlite::Connection;
+
+pub use contents::{ChunkRow, NewChunk, StaleContent};
+pub use documents::{DocumentRow, DocumentState, NewDocument, SourceStamp};
+pub use schema::SCHEMA_VERSION;
+
+use crate::error::{Error, Result};
+
+/// Dimension of every stored vector (all-MiniLM-L6-v2). The vec0 tables are
+/// declared with it; a model of another width is refused at load.
+pub const EMBED_DIM: usize = 384;
+
+pub struct Store {
+    pub(crate) conn: Connection,
+    path: PathBuf,
+}
+
+static VEC_INIT: Once = Once::new();
+
+fn register_sqlite_vec() {
+    VEC_INIT.call_once(|| {
+        // SAFETY: sqlite3_vec_init has the signature SQLite expects of an
+        // extension entry point; auto_extension only stores the pointer.
+        unsafe {
+            #[allow(clippy::missing_transmute_annotations)]
+            rusqlite::ffi::sqlite3_auto_extension(Some(std::mem::transmute(sqlite_vec::sqlite3_vec_init as *const ())));
+        }
+    });
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Store> {
+        register_sqlite_vec();
+        let wrap = |err| Error::Database {
+            path: path.to_path_buf(),
+            err,
+        };
+        let conn = Connection::open(path).map_err(wrap)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(wrap)?;
+        let vec_version: String = conn
+            .query_row("SELECT vec_version()", [], |r| r.get(0))
+            .map_err(|e| Error::VectorExtension(e.to_string()))?;
+        tracing::debug!(%vec_version, "sqlite-vec loaded");
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
+        conn.pragma_update(None, "mmap_size", 268_435_456i64).map_err(wrap)?;
+        conn.pragma_update(None, "cache_size", -65_536i64).map_err(wrap)?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        schema::migrate(&mut store.conn, path)?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    pub fn vec_version(&self) -> Result<String> {
+        Ok(self.conn.query_row("SELECT vec_version()", [], |r| r.get(0))?)
+    }
+
+    pub fn integrity_check(&self) -> Result<String> {
+        Ok(self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+    }
+}
+
+/// Little-endian f32 bytes, as sqlite-vec reads a float vector.
+pub(crate) fn vector_blob(v: &[f32]) -> &[u8] {
+    zerocopy::IntoBytes::as_bytes(v)
+}
+
+pub(crate) fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,131 @@
+//! Migrations, one SQL batch per version. Append; never edit a shipped one.
+
+use std::path::Path;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+const MIGRATIONS: &[&str] = &[
+    // 1: documents point at content-addressed bodies; chunks, cards and vectors
+    //    hang off the content, so identical bodies are stored and embedded once.
+    r#"
+    CREATE TABLE contents (
+        id               INTEGER PRIMARY KEY,
+        hash             TEXT NOT NULL UNIQUE,
+        extracted        TEXT NOT NULL,
+        chars            INTEGER NOT NULL,
+        truncated_at_chunk INTEGER
+    );
+    CREATE TABLE documents (
+        id            INTEGER PRIMARY KEY,
+        source        TEXT NOT NULL UNIQUE,
+        kind          TEXT,
+        title         TEXT NOT NULL,
+        bytes         INTEGER NOT NULL,
+        mtime_ns      INTEGER,
+        content_id    INTEGER REFERENCES contents(id),
+        state         TEXT NOT NULL CHECK (state IN ('indexed', 'broken')),
+        broken_code   TEXT,
+        broken_reason TEXT,
+        added_at      INTEGER NOT NULL,
+        synced_at     INTEGER NOT NULL,
+        CHECK ((state = 'indexed') = (content_id IS NOT NULL))
+    );
+    CREATE INDEX documents_content ON documents(content_id);
+    CREATE TABLE chunks (
+        id           INTEGER PRIMARY KEY,
+        content_id   INTEGER NOT NULL REFERENCES contents(id),
+        seq          INTEGER NOT NULL,
+        heading_path TEXT NOT NULL,
+        section      INTEGER NOT NULL,
+        start        INTEGER NOT NULL,
+        end          INTEGER NOT NULL,
+        page         INTEGER,
+        text         TEXT NOT NULL,
+        embedded_with TEXT,
+        UNIQUE (content_id, seq)
+    );
+    CREATE TABLE cards (
+        content_id INTEGER PRIMARY KEY REFERENCES contents(id),
+        title      TEXT NOT NULL,
+        what       TEXT NOT NULL,
+        outline    TEXT NOT NULL,
+        key_terms  TEXT NOT NULL,
+        text       TEXT NOT NULL,
+        embedded_with TEXT
+    );
+    CREATE VIRTUAL TABLE chunk_vectors USING vec0(
+        chunk_id INTEGER PRIMARY KEY,
+        embedding float[384] distance_metric=cosine,
+        fingerprint text
+    );
+    CREATE VIRTUAL TABLE card_vectors USING vec0(
+        content_id INTEGER PRIMARY KEY,
+        embedding float[384] distance_metric=cosine,
+        fingerprint text
+    );
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(Error::SchemaTooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        tracing::info!(version = i + 1, "migrating library schema");
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    #[test]
+    fn fresh_database_gets_current_schema_and_sqlite_vec() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        assert!(store.vec_version().unwrap().starts_with('v'));
+        let mode: String = store.conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn reopening_is_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.sqlite3");
+        drop(Store::open(&p).unwrap());
+        assert_eq!(Store::open(&p).unwrap().schema_version().unwrap(), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn newer_schema_is_refused_not_clobbered() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.sqlite3");
+        {
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch("CREATE TABLE future(x); PRAGMA user_version = 99;").unwrap();
+        }
+        let err = Store::open(&p).err().expect("must refuse");
+        assert!(err.to_string().contains("newer than this build"), "{err}");
+        let c = Connection::open(&p).unwrap();
+        let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, 99, "the newer database must be left untouched");
+    }
+}
