@@ -58,16 +58,135 @@ const BOILERPLATE: &[&str] = &[
 ];
 
 const STOPWORDS: &[&str] = &[
-    "the", "and", "for", "are", "but", "not", "you", "all", "any", "can", "had", "her", "was", "one", "our", "out",
-    "has", "have", "his", "how", "its", "may", "new", "now", "old", "see", "two", "who", "did", "get", "let", "put",
-    "say", "she", "too", "use", "used", "uses", "using", "that", "with", "this", "from", "they", "will", "would",
-    "there", "their", "what", "about", "which", "when", "make", "like", "time", "just", "him", "know", "take",
-    "into", "year", "your", "some", "could", "them", "than", "then", "also", "only", "other", "these", "those",
-    "such", "each", "more", "most", "been", "being", "were", "where", "while", "should", "must", "does", "here",
-    "over", "under", "very", "many", "much", "own", "same", "both", "between", "after", "before", "because",
-    "through", "during", "without", "within", "upon", "shall", "might", "every", "first", "last", "returns",
-    "return", "value", "following", "example", "default", "true", "false", "none", "null", "page", "section",
-    "chapter", "note", "notes", "see", "also", "http", "https", "www", "com", "org",
+    "the",
+    "and",
+    "for",
+    "are",
+    "but",
+    "not",
+    "you",
+    "all",
+    "any",
+    "can",
+    "had",
+    "her",
+    "was",
+    "one",
+    "our",
+    "out",
+    "has",
+    "have",
+    "his",
+    "how",
+    "its",
+    "may",
+    "new",
+    "now",
+    "old",
+    "see",
+    "two",
+    "who",
+    "did",
+    "get",
+    "let",
+    "put",
+    "say",
+    "she",
+    "too",
+    "use",
+    "used",
+    "uses",
+    "using",
+    "that",
+    "with",
+    "this",
+    "from",
+    "they",
+    "will",
+    "would",
+    "there",
+    "their",
+    "what",
+    "about",
+    "which",
+    "when",
+    "make",
+    "like",
+    "time",
+    "just",
+    "him",
+    "know",
+    "take",
+    "into",
+    "year",
+    "your",
+    "some",
+    "could",
+    "them",
+    "than",
+    "then",
+    "also",
+    "only",
+    "other",
+    "these",
+    "those",
+    "such",
+    "each",
+    "more",
+    "most",
+    "been",
+    "being",
+    "were",
+    "where",
+    "while",
+    "should",
+    "must",
+    "does",
+    "here",
+    "over",
+    "under",
+    "very",
+    "many",
+    "much",
+    "own",
+    "same",
+    "both",
+    "between",
+    "after",
+    "before",
+    "because",
+    "through",
+    "during",
+    "without",
+    "within",
+    "upon",
+    "shall",
+    "might",
+    "every",
+    "first",
+    "last",
+    "returns",
+    "return",
+    "value",
+    "following",
+    "example",
+    "default",
+    "true",
+    "false",
+    "none",
+    "null",
+    "page",
+    "section",
+    "chapter",
+    "note",
+    "notes",
+    "see",
+    "also",
+    "http",
+    "https",
+    "www",
+    "com",
+    "org",
 ];
 
 /// Builds the card of a document. Same input, same card.
@@ -93,14 +212,19 @@ impl Card {
                 } else {
                     format!("{sep}{item}")
                 };
-                if out.chars().count() + line.chars().count() + next.chars().count() > CARD_MAX_CHARS {
+                if out.chars().count() + line.chars().count() + next.chars().count()
+                    > CARD_MAX_CHARS
+                {
                     break;
                 }
                 line.push_str(&next);
             }
             out.push_str(&line);
         };
-        let what: Vec<String> = Some(self.what.clone()).filter(|w| !w.is_empty()).into_iter().collect();
+        let what: Vec<String> = Some(self.what.clone())
+            .filter(|w| !w.is_empty())
+            .into_iter()
+            .collect();
         add("what", &what, "");
         add("outline", &self.outline, " · ");
         add("key terms", &self.key_terms, ", ");
@@ -180,7 +304,12 @@ fn what_line(doc: &Extracted) -> String {
 /// The top headings: the shallowest level below the title that has more than
 /// one distinct heading, in document order.
 fn outline(doc: &Extracted) -> Vec<String> {
-    let max_depth = doc.sections.iter().map(|s| s.heading_path.len()).max().unwrap_or(0);
+    let max_depth = doc
+        .sections
+        .iter()
+        .map(|s| s.heading_path.len())
+        .max()
+        .unwrap_or(0);
     for depth in 0..max_depth {
         let mut seen: Vec<String> = Vec::new();
         for s in &doc.sections {
@@ -207,7 +336,10 @@ fn key_terms(doc: &Extracted) -> Vec<String> {
     let mut count = |text: &str, weight: usize| {
         for word in text.split(|c: char| !c.is_alphanumeric() && c != '_') {
             let w = word.to_lowercase();
-            if w.chars().count() < 3 || w.chars().all(|c| c.is_ascii_digit()) || STOPWORDS.contains(&w.as_str()) {
+            if w.chars().count() < 3
+                || w.chars().all(|c| c.is_ascii_digit())
+                || STOPWORDS.contains(&w.as_str())
+            {
                 continue;
             }
             let entry = score.entry(w).or_insert_with(|| {
@@ -228,9 +360,14 @@ fn key_terms(doc: &Extracted) -> Vec<String> {
         }
         count(&s.text, 1);
     }
-    let mut terms: Vec<(String, (usize, usize))> = score.into_iter().filter(|(_, (n, _))| *n >= 2).collect();
+    let mut terms: Vec<(String, (usize, usize))> =
+        score.into_iter().filter(|(_, (n, _))| *n >= 2).collect();
     terms.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)));
-    terms.into_iter().take(KEY_TERMS_MAX).map(|(w, _)| w).collect()
+    terms
+        .into_iter()
+        .take(KEY_TERMS_MAX)
+        .map(|(w, _)| w)
+        .collect()
 }
 
 #[cfg(test)]
@@ -250,9 +387,20 @@ mod tests {
         Extracted {
             title: "Sourdough Starter".into(),
             sections: vec![
-                sec(&["Sourdough Starter"], "Copyright 2024 Jane Baker. All rights reserved.\n\nLicensed under CC-BY 4.0.\n\nA sourdough starter is a live culture of flour and water that leavens bread. This guide shows how to begin one and keep it healthy."),
-                sec(&["Sourdough Starter", "Feeding"], "Feed the starter daily with equal weights of flour and water. ".repeat(20).as_str()),
-                sec(&["Sourdough Starter", "Troubleshooting"], "If the starter smells of acetone, feed it more often."),
+                sec(
+                    &["Sourdough Starter"],
+                    "Copyright 2024 Jane Baker. All rights reserved.\n\nLicensed under CC-BY 4.0.\n\nA sourdough starter is a live culture of flour and water that leavens bread. This guide shows how to begin one and keep it healthy.",
+                ),
+                sec(
+                    &["Sourdough Starter", "Feeding"],
+                    "Feed the starter daily with equal weights of flour and water. "
+                        .repeat(20)
+                        .as_str(),
+                ),
+                sec(
+                    &["Sourdough Starter", "Troubleshooting"],
+                    "If the starter smells of acetone, feed it more often.",
+                ),
             ],
         }
     }
@@ -260,7 +408,12 @@ mod tests {
     #[test]
     fn what_line_skips_licence_preamble() {
         let card = build(&sample());
-        assert!(card.what.starts_with("A sourdough starter is a live culture"), "{}", card.what);
+        assert!(
+            card.what
+                .starts_with("A sourdough starter is a live culture"),
+            "{}",
+            card.what
+        );
         assert!(!card.what.contains("Copyright"));
     }
 
@@ -268,7 +421,11 @@ mod tests {
     fn outline_and_terms_are_the_subject() {
         let card = build(&sample());
         assert_eq!(card.outline, ["Feeding", "Troubleshooting"]);
-        assert!(card.key_terms.contains(&"starter".to_string()), "{:?}", card.key_terms);
+        assert!(
+            card.key_terms.contains(&"starter".to_string()),
+            "{:?}",
+            card.key_terms
+        );
         assert!(card.key_terms.contains(&"flour".to_string()));
     }
 
@@ -277,11 +434,21 @@ mod tests {
         let mut doc = sample();
         doc.title = "A very long title ".repeat(20);
         for i in 0..40 {
-            doc.sections.push(sec(&["Sourdough Starter", &format!("Heading number {i} with many words")], "Words words words."));
+            doc.sections.push(sec(
+                &[
+                    "Sourdough Starter",
+                    &format!("Heading number {i} with many words"),
+                ],
+                "Words words words.",
+            ));
         }
         let a = build(&doc).text();
         assert!(a.chars().count() <= CARD_MAX_CHARS, "{}", a.chars().count());
         assert_eq!(a, build(&doc).text());
-        assert!(build(&sample()).text().contains("\nwhat: A sourdough starter"));
+        assert!(
+            build(&sample())
+                .text()
+                .contains("\nwhat: A sourdough starter")
+        );
     }
 }

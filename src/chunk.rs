@@ -38,7 +38,9 @@ impl std::str::FromStr for Mode {
         match s {
             "document" => Ok(Mode::Document),
             "memory" => Ok(Mode::Memory),
-            other => Err(format!("unknown chunk mode `{other}`: use `document` or `memory`")),
+            other => Err(format!(
+                "unknown chunk mode `{other}`: use `document` or `memory`"
+            )),
         }
     }
 }
@@ -208,9 +210,16 @@ mod tests {
         let d = doc(&[("A", &text)]);
         let spans = plan(&d, Mode::Document);
         for s in &spans {
-            assert!(s.text(&d).chars().count() <= DOCUMENT_CEILING, "{}", s.text(&d).len());
+            assert!(
+                s.text(&d).chars().count() <= DOCUMENT_CEILING,
+                "{}",
+                s.text(&d).len()
+            );
         }
-        let words: usize = spans.iter().map(|s| s.text(&d).split_whitespace().count()).sum();
+        let words: usize = spans
+            .iter()
+            .map(|s| s.text(&d).split_whitespace().count())
+            .sum();
         assert_eq!(words, text.split_whitespace().count());
     }
 
@@ -224,9 +233,15 @@ mod tests {
 
     #[test]
     fn sections_split_evenly_without_stubs() {
-        let text = (0..11).map(|i| format!("Paragraph {i} has some words in it for packing.")).collect::<Vec<_>>().join("\n\n");
+        let text = (0..11)
+            .map(|i| format!("Paragraph {i} has some words in it for packing."))
+            .collect::<Vec<_>>()
+            .join("\n\n");
         let d = doc(&[("A", &text)]);
-        let sizes: Vec<usize> = plan(&d, Mode::Document).iter().map(|s| s.text(&d).chars().count()).collect();
+        let sizes: Vec<usize> = plan(&d, Mode::Document)
+            .iter()
+            .map(|s| s.text(&d).chars().count())
+            .collect();
         let min = *sizes.iter().min().unwrap();
         assert!(min >= 150, "stub chunk: {sizes:?}");
     }

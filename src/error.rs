@@ -41,10 +41,14 @@ pub enum Error {
     #[error("sqlite-vec did not load into SQLite: {0}")]
     VectorExtension(String),
 
-    #[error("{what} not found at {path}; run `make models` (or set CARREL_MODELS to the folder that has them)")]
+    #[error(
+        "{what} not found at {path}; run `make models` (or set CARREL_MODELS to the folder that has them)"
+    )]
     ModelMissing { what: &'static str, path: PathBuf },
 
-    #[error("{what} at {path} failed its checksum (expected sha256 {expected}, found {found}); run `make models` again")]
+    #[error(
+        "{what} at {path} failed its checksum (expected sha256 {expected}, found {found}); run `make models` again"
+    )]
     ModelChecksum {
         what: &'static str,
         path: PathBuf,
@@ -52,7 +56,9 @@ pub enum Error {
         found: String,
     },
 
-    #[error("the ONNX Runtime library at {path} could not be loaded: {reason}. Carrel needs ONNX Runtime 1.24 or newer; run `make models`")]
+    #[error(
+        "the ONNX Runtime library at {path} could not be loaded: {reason}. Carrel needs ONNX Runtime 1.24 or newer; run `make models`"
+    )]
     Runtime { path: PathBuf, reason: String },
 
     #[error("the embedding model failed: {0}")]
@@ -65,7 +71,9 @@ pub enum Error {
         err: std::io::Error,
     },
 
-    #[error("could not decide where the library lives: no data directory for this user; pass --library DIR")]
+    #[error(
+        "could not decide where the library lives: no data directory for this user; pass --library DIR"
+    )]
     NoDataDir,
 
     #[error("stored data is malformed ({0}); this is a bug, please report it")]

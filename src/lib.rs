@@ -37,7 +37,9 @@ pub const DATABASE_FILE: &str = "library.sqlite3";
 
 /// The per-user data folder shared by the app and the CLI.
 pub fn default_data_dir() -> Result<PathBuf> {
-    Ok(dirs::data_dir().ok_or(Error::NoDataDir)?.join(APP_IDENTIFIER))
+    Ok(dirs::data_dir()
+        .ok_or(Error::NoDataDir)?
+        .join(APP_IDENTIFIER))
 }
 
 /// `CARREL_LIBRARY` if set, else `library/` in the data folder.
@@ -152,7 +154,11 @@ impl Library {
     /// Adds files, folders (recursively) and, later, URLs. Bad inputs are
     /// listed in the report's `failed` and the rest still lands. Stale vectors
     /// are re-embedded first.
-    pub fn add(&mut self, inputs: &[String], progress: &mut dyn FnMut(&Progress)) -> Result<AddReport> {
+    pub fn add(
+        &mut self,
+        inputs: &[String],
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<AddReport> {
         let (files, failed) = ingest::expand(inputs);
         self.add_files(&files, failed, progress)
     }
@@ -199,11 +205,17 @@ impl Library {
     /// Every document, with its state judged against the current models.
     pub fn list(&self) -> Result<Vec<DocumentRow>> {
         let fp = Fingerprints::of(&self.config.models).ok();
-        self.store.list(fp.as_ref().map(|f| f.chunk.as_str()), fp.as_ref().map(|f| f.card.as_str()))
+        self.store.list(
+            fp.as_ref().map(|f| f.chunk.as_str()),
+            fp.as_ref().map(|f| f.card.as_str()),
+        )
     }
 
     pub fn document(&self, id: i64) -> Result<DocumentRow> {
-        self.list()?.into_iter().find(|d| d.id == id).ok_or(Error::UnknownDocument(id))
+        self.list()?
+            .into_iter()
+            .find(|d| d.id == id)
+            .ok_or(Error::UnknownDocument(id))
     }
 
     pub fn read(&self, id: i64) -> Result<DocumentText> {
@@ -243,7 +255,11 @@ impl Library {
                 title: d.title,
                 chunks: chunks.len() as u64,
                 chars,
-                avg_chunk: if chunks.is_empty() { 0.0 } else { chars as f64 / chunks.len() as f64 },
+                avg_chunk: if chunks.is_empty() {
+                    0.0
+                } else {
+                    chars as f64 / chunks.len() as f64
+                },
             });
         }
         Ok(out)
@@ -256,10 +272,14 @@ impl Library {
             Ok(_) => Check::Ok {
                 detail: models.runtime_path().display().to_string(),
             },
-            Err(e) => Check::Failed { error: e.to_string() },
+            Err(e) => Check::Failed {
+                error: e.to_string(),
+            },
         };
         let embedder = match (&fingerprints, runtime.is_ok()) {
-            (Err(e), _) => Check::Failed { error: e.to_string() },
+            (Err(e), _) => Check::Failed {
+                error: e.to_string(),
+            },
             (Ok(_), false) => Check::Failed {
                 error: "not loaded: the ONNX Runtime library is missing".into(),
             },
@@ -274,7 +294,9 @@ impl Library {
                         models.threads
                     ),
                 },
-                Err(e) => Check::Failed { error: e.to_string() },
+                Err(e) => Check::Failed {
+                    error: e.to_string(),
+                },
             },
         };
         let [documents, contents, chunks, chunk_vectors, _, _] = self.store.counts()?;
@@ -294,7 +316,10 @@ impl Library {
     }
 }
 
-fn lazy_embedder<'a>(slot: &'a mut Option<Box<dyn Embedder>>, config: &ModelConfig) -> &'a mut dyn Embedder {
+fn lazy_embedder<'a>(
+    slot: &'a mut Option<Box<dyn Embedder>>,
+    config: &ModelConfig,
+) -> &'a mut dyn Embedder {
     slot.get_or_insert_with(|| {
         Box::new(LazyEmbedder {
             config: config.clone(),
@@ -321,12 +346,19 @@ impl Embedder for LazyEmbedder {
 }
 
 /// Extracts and plans one file exactly as the writer would, without a library.
-pub fn probe(path: &Path, mode: Mode, limits: &Limits) -> Result<std::result::Result<Probe, extract::BrokenReason>> {
+pub fn probe(
+    path: &Path,
+    mode: Mode,
+    limits: &Limits,
+) -> Result<std::result::Result<Probe, extract::BrokenReason>> {
     let data = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::MissingSource(path.to_path_buf()),
         _ => Error::io(path, e),
     })?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let doc = match extract::extract(&name, &data, Kind::detect(path, &data)) {
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),

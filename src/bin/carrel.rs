@@ -14,7 +14,12 @@ use carrel::models::ModelConfig;
 use carrel::{Error, Library, LibraryConfig, Limits};
 
 #[derive(Parser)]
-#[command(name = "carrel", version, about = "A local-first document library", propagate_version = true)]
+#[command(
+    name = "carrel",
+    version,
+    about = "A local-first document library",
+    propagate_version = true
+)]
 struct Cli {
     /// Library folder [default: the platform data dir, shared with the app]
     #[arg(long, env = "CARREL_LIBRARY", global = true)]
@@ -79,7 +84,8 @@ enum Command {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CARREL_LOG").unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("CARREL_LOG")
+                .unwrap_or_else(|_| "warn,lopdf=error,pdf_extract=error".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -122,7 +128,10 @@ fn open(cli: &Cli) -> Result<Library, Error> {
 }
 
 fn print_json<T: Serialize>(value: &T) {
-    println!("{}", serde_json::to_string_pretty(value).expect("serialisable"));
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("serialisable")
+    );
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Error> {
@@ -143,7 +152,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 bar.set_length(p.total as u64);
                 bar.set_position(p.done as u64);
                 let name = p.current.rsplit('/').next().unwrap_or("");
-                bar.set_message(if p.failed > 0 { format!("{} failed  {name}", p.failed) } else { name.to_string() });
+                bar.set_message(if p.failed > 0 {
+                    format!("{} failed  {name}", p.failed)
+                } else {
+                    name.to_string()
+                });
             })?;
             bar.finish_and_clear();
             if *json {
@@ -162,7 +175,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     report.failed.len()
                 );
             }
-            Ok(if report.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if report.failed.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Command::List { json } => {
             let docs = open(&cli)?.list()?;
@@ -171,7 +188,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             } else if docs.is_empty() {
                 println!("The library is empty. Add documents with `carrel add PATH_OR_FOLDER`.");
             } else {
-                println!("{:>5}  {:<8} {:<8} {:>9} {:>6}  TITLE", "ID", "STATE", "KIND", "BYTES", "CHUNKS");
+                println!(
+                    "{:>5}  {:<8} {:<8} {:>9} {:>6}  TITLE",
+                    "ID", "STATE", "KIND", "BYTES", "CHUNKS"
+                );
                 for d in &docs {
                     println!(
                         "{:>5}  {:<8} {:<8} {:>9} {:>6}  {}",
@@ -198,7 +218,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let Some(c) = &doc.card else {
                     return Err(Error::Corrupt(format!(
                         "document {id} has no card: {}",
-                        doc.document.broken_reason.as_deref().unwrap_or("it is not indexed")
+                        doc.document
+                            .broken_reason
+                            .as_deref()
+                            .unwrap_or("it is not indexed")
                     )));
                 };
                 if *json {
@@ -217,7 +240,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let mut last: Option<&Vec<String>> = None;
                 for s in &doc.sections {
                     if last != Some(&s.heading_path) && !s.heading_path.is_empty() {
-                        println!("{} {}\n", "#".repeat(s.heading_path.len().min(5) + 1), s.heading_path.join(" > "));
+                        println!(
+                            "{} {}\n",
+                            "#".repeat(s.heading_path.len().min(5) + 1),
+                            s.heading_path.join(" > ")
+                        );
                     }
                     if let Some(p) = s.page {
                         println!("[page {p}]");
@@ -228,37 +255,45 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Probe { file, mode, json } => match carrel::probe(file, *mode, &Limits::default())? {
-            Ok(p) => {
-                if *json {
-                    print_json(&p);
-                } else {
-                    println!(
-                        "{} chunks, {:.0} chars on average ({} mode, {} chars in all)",
-                        p.chunks,
-                        p.avg_chars,
-                        match p.mode {
-                            Mode::Document => "document",
-                            Mode::Memory => "memory",
-                        },
-                        p.chars
-                    );
+        Command::Probe { file, mode, json } => {
+            match carrel::probe(file, *mode, &Limits::default())? {
+                Ok(p) => {
+                    if *json {
+                        print_json(&p);
+                    } else {
+                        println!(
+                            "{} chunks, {:.0} chars on average ({} mode, {} chars in all)",
+                            p.chunks,
+                            p.avg_chars,
+                            match p.mode {
+                                Mode::Document => "document",
+                                Mode::Memory => "memory",
+                            },
+                            p.chars
+                        );
+                    }
+                    Ok(ExitCode::SUCCESS)
                 }
-                Ok(ExitCode::SUCCESS)
+                Err(reason) => {
+                    eprintln!("error: {}: {reason}", file.display());
+                    Ok(ExitCode::FAILURE)
+                }
             }
-            Err(reason) => {
-                eprintln!("error: {}: {reason}", file.display());
-                Ok(ExitCode::FAILURE)
-            }
-        },
+        }
         Command::Stats { density: _, json } => {
             let rows = open(&cli)?.density()?;
             if *json {
                 print_json(&rows);
             } else {
-                println!("{:>5} {:>7} {:>9} {:>9}  TITLE", "ID", "CHUNKS", "CHARS", "AVG");
+                println!(
+                    "{:>5} {:>7} {:>9} {:>9}  TITLE",
+                    "ID", "CHUNKS", "CHARS", "AVG"
+                );
                 for r in &rows {
-                    println!("{:>5} {:>7} {:>9} {:>9.0}  {}", r.id, r.chunks, r.chars, r.avg_chunk, r.title);
+                    println!(
+                        "{:>5} {:>7} {:>9} {:>9.0}  {}",
+                        r.id, r.chunks, r.chars, r.avg_chunk, r.title
+                    );
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -281,7 +316,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     carrel::Check::Failed { error } => format!("FAILED  {error}"),
                 };
                 println!("library       {}", d.library.display());
-                println!("schema        v{}   sqlite-vec {}", d.schema_version, d.sqlite_vec);
+                println!(
+                    "schema        v{}   sqlite-vec {}",
+                    d.schema_version, d.sqlite_vec
+                );
                 println!("models dir    {}", d.models_dir.display());
                 println!("runtime       {}", show(&d.runtime));
                 println!("embedder      {}", show(&d.embedder));
@@ -293,7 +331,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     d.documents, d.contents, d.chunks, d.chunk_vectors
                 );
             }
-            Ok(if healthy { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if healthy {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
     }
 }

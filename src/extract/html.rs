@@ -9,21 +9,45 @@ use super::{Extracted, SectionBuilder};
 
 /// Elements whose content is never document text.
 const SKIP: &[&str] = &[
-    "script", "style", "nav", "header", "footer", "noscript", "template", "svg", "form", "button", "iframe", "object",
-    "head", "select",
+    "script", "style", "nav", "header", "footer", "noscript", "template", "svg", "form", "button",
+    "iframe", "object", "head", "select",
 ];
 
 /// Elements that end a paragraph-like block.
 const BLOCK: &[&str] = &[
-    "p", "div", "section", "article", "main", "aside", "blockquote", "pre", "table", "tr", "dl", "dt", "dd", "ul",
-    "ol", "figure", "figcaption", "address", "details", "summary", "hr", "body",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "aside",
+    "blockquote",
+    "pre",
+    "table",
+    "tr",
+    "dl",
+    "dt",
+    "dd",
+    "ul",
+    "ol",
+    "figure",
+    "figcaption",
+    "address",
+    "details",
+    "summary",
+    "hr",
+    "body",
 ];
 
 pub fn extract(src: &str) -> Extracted {
     let doc = Html::parse_document(src);
     let root = ["main", "[role=main]", "article", "body"]
         .iter()
-        .find_map(|sel| Selector::parse(sel).ok().and_then(|s| doc.select(&s).next()))
+        .find_map(|sel| {
+            Selector::parse(sel)
+                .ok()
+                .and_then(|s| doc.select(&s).next())
+        })
         .unwrap_or_else(|| doc.root_element());
     let mut b = SectionBuilder::default();
     let mut first_h1 = String::new();
@@ -45,7 +69,9 @@ pub fn extract(src: &str) -> Extracted {
 
 fn skipped(el: &scraper::node::Element) -> bool {
     SKIP.contains(&el.name())
-        || el.attr("role").is_some_and(|r| r == "navigation" || r == "banner" || r == "contentinfo")
+        || el
+            .attr("role")
+            .is_some_and(|r| r == "navigation" || r == "banner" || r == "contentinfo")
         || el.has_class("headerlink", scraper::CaseSensitivity::AsciiCaseInsensitive)
         || el.attr("hidden").is_some()
         || el.attr("aria-hidden").is_some_and(|v| v == "true")
@@ -127,9 +153,10 @@ fn heading_text(node: NodeRef<'_, Node>) -> String {
     let mut out = String::new();
     for d in node.descendants() {
         if let Node::Text(t) = d.value() {
-            let hidden = d.ancestors().take_while(|a| a.id() != node.id()).any(|a| {
-                ElementRef::wrap(a).is_some_and(|e| skipped(e.value()))
-            });
+            let hidden = d
+                .ancestors()
+                .take_while(|a| a.id() != node.id())
+                .any(|a| ElementRef::wrap(a).is_some_and(|e| skipped(e.value())));
             if !hidden {
                 out.push_str(t);
             }
@@ -156,14 +183,20 @@ mod tests {
         for junk in ["alert", "Home | Index", "PSF", "¶", "p{}"] {
             assert!(!all.contains(junk), "{junk} leaked into {all:?}");
         }
-        let files = doc.sections.iter().find(|s| s.heading_path.last().is_some_and(|h| h == "Files")).unwrap();
+        let files = doc
+            .sections
+            .iter()
+            .find(|s| s.heading_path.last().is_some_and(|h| h == "Files"))
+            .unwrap();
         assert!(files.text.contains("- open"));
         assert_eq!(files.heading_path.len(), 2);
     }
 
     #[test]
     fn falls_back_to_title_element() {
-        let doc = extract("<html><head><title>Just a page</title></head><body><p>Hello there.</p></body></html>");
+        let doc = extract(
+            "<html><head><title>Just a page</title></head><body><p>Hello there.</p></body></html>",
+        );
         assert_eq!(doc.title, "Just a page");
     }
 }

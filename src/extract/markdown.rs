@@ -20,7 +20,9 @@ pub fn extract(src: &str) -> Extracted {
             Event::Start(Tag::MetadataBlock(_)) => in_metadata = true,
             Event::End(TagEnd::MetadataBlock(_)) => in_metadata = false,
             _ if in_metadata => {}
-            Event::Start(Tag::Heading { level, .. }) => heading = Some((level_num(level), String::new())),
+            Event::Start(Tag::Heading { level, .. }) => {
+                heading = Some((level_num(level), String::new()))
+            }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some((level, text)) = heading.take() {
                     if level == 1 && title.is_empty() {
@@ -29,10 +31,12 @@ pub fn extract(src: &str) -> Extracted {
                     b.heading(level, text);
                 }
             }
-            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => match heading.as_mut() {
-                Some((_, h)) => h.push_str(&t),
-                None => b.push(&t),
-            },
+            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                match heading.as_mut() {
+                    Some((_, h)) => h.push_str(&t),
+                    None => b.push(&t),
+                }
+            }
             Event::SoftBreak => match heading.as_mut() {
                 Some((_, h)) => h.push(' '),
                 None => b.push(" "),
@@ -97,9 +101,25 @@ mod tests {
             "---\nlayout: x\n---\n# Guide\n\nIntro text.\n\n## Install\n\nRun it.\n\n### Linux\n\n- apt\n- dnf\n\n## Use\n\nType.\n",
         );
         assert_eq!(doc.title, "Guide");
-        let paths: Vec<_> = doc.sections.iter().map(|s| s.heading_path.join(" > ")).collect();
-        assert_eq!(paths, ["Guide", "Guide > Install", "Guide > Install > Linux", "Guide > Use"]);
-        assert!(doc.sections[2].text.contains("- apt\n- dnf"), "{:?}", doc.sections[2].text);
+        let paths: Vec<_> = doc
+            .sections
+            .iter()
+            .map(|s| s.heading_path.join(" > "))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "Guide",
+                "Guide > Install",
+                "Guide > Install > Linux",
+                "Guide > Use"
+            ]
+        );
+        assert!(
+            doc.sections[2].text.contains("- apt\n- dnf"),
+            "{:?}",
+            doc.sections[2].text
+        );
         assert!(!doc.sections.iter().any(|s| s.text.contains("layout")));
     }
 }

@@ -153,10 +153,16 @@ impl std::fmt::Display for BrokenReason {
         match self {
             BrokenReason::Empty => write!(f, "empty file: it has no bytes"),
             BrokenReason::Binary => {
-                write!(f, "binary data, not text: the file's name promises text but its bytes are not")
+                write!(
+                    f,
+                    "binary data, not text: the file's name promises text but its bytes are not"
+                )
             }
             BrokenReason::Undecodable => {
-                write!(f, "text in an unknown encoding that could not be decoded; save it as UTF-8 and add it again")
+                write!(
+                    f,
+                    "text in an unknown encoding that could not be decoded; save it as UTF-8 and add it again"
+                )
             }
             BrokenReason::TooLarge { bytes, cap } => write!(
                 f,
@@ -164,12 +170,18 @@ impl std::fmt::Display for BrokenReason {
                 *bytes as f64 / 1e6,
                 *cap as f64 / 1e6
             ),
-            BrokenReason::CorruptPdf(detail) => write!(f, "not a readable PDF ({detail}); the file may be truncated or damaged"),
+            BrokenReason::CorruptPdf(detail) => write!(
+                f,
+                "not a readable PDF ({detail}); the file may be truncated or damaged"
+            ),
             BrokenReason::IncompletePdf { read, pages } => write!(
                 f,
                 "PDF text stopped at page {read} of {pages}; the rest of the file is damaged"
             ),
-            BrokenReason::Encrypted => write!(f, "encrypted PDF: remove the password protection and add it again"),
+            BrokenReason::Encrypted => write!(
+                f,
+                "encrypted PDF: remove the password protection and add it again"
+            ),
             BrokenReason::NoText => write!(
                 f,
                 "no extractable text: the PDF is probably scanned images or protected; run OCR on it first"
@@ -177,7 +189,10 @@ impl std::fmt::Display for BrokenReason {
             BrokenReason::Vanished => write!(f, "the file disappeared before it could be read"),
             BrokenReason::Unreadable(e) => write!(f, "could not be read: {e}"),
             BrokenReason::ExtractorPanicked(e) => {
-                write!(f, "the extractor crashed on this file ({e}); the file is probably damaged")
+                write!(
+                    f,
+                    "the extractor crashed on this file ({e}); the file is probably damaged"
+                )
             }
         }
     }
@@ -204,8 +219,8 @@ pub fn extract(name: &str, bytes: &[u8], kind: Kind) -> Result<Extracted, Broken
     IN_EXTRACTOR.with(|c| c.set(true));
     let caught = catch_unwind(AssertUnwindSafe(|| match kind {
         Kind::Pdf => pdf::extract(bytes),
-        Kind::Html => text::decode(bytes).and_then(|s| Ok(html::extract(&s))),
-        Kind::Markdown => text::decode(bytes).and_then(|s| Ok(markdown::extract(&s))),
+        Kind::Html => text::decode(bytes).map(|s| html::extract(&s)),
+        Kind::Markdown => text::decode(bytes).map(|s| markdown::extract(&s)),
         Kind::Text => text::decode(bytes).map(|s| text::extract(&s)),
     }));
     IN_EXTRACTOR.with(|c| c.set(false));
@@ -360,7 +375,10 @@ mod tests {
 
     #[test]
     fn normalize_folds_ligatures_blank_runs_and_crlf() {
-        assert_eq!(normalize_text("e\u{FB03}cient  \r\n\r\n\r\n\nnext\x07"), "efficient\n\nnext");
+        assert_eq!(
+            normalize_text("e\u{FB03}cient  \r\n\r\n\r\n\nnext\x07"),
+            "efficient\n\nnext"
+        );
     }
 
     #[test]
@@ -372,19 +390,30 @@ mod tests {
 
     #[test]
     fn whitespace_only_text_is_broken() {
-        assert_eq!(extract("x.txt", b" \n\n \t\n", Kind::Text), Err(BrokenReason::Empty));
+        assert_eq!(
+            extract("x.txt", b" \n\n \t\n", Kind::Text),
+            Err(BrokenReason::Empty)
+        );
     }
 
     #[test]
     fn sniffing_finds_pdf_and_html_without_extension() {
         assert_eq!(Kind::detect(Path::new("a"), b"%PDF-1.4 ..."), Kind::Pdf);
-        assert_eq!(Kind::detect(Path::new("a"), b"<!DOCTYPE html><html>"), Kind::Html);
+        assert_eq!(
+            Kind::detect(Path::new("a"), b"<!DOCTYPE html><html>"),
+            Kind::Html
+        );
         assert_eq!(Kind::detect(Path::new("a.md"), b"%PDF-"), Kind::Markdown);
     }
 
     #[test]
     fn title_falls_back_to_file_name() {
-        let doc = extract("notes/my_plan-v2.txt", b"Some words here that are a sentence.\nMore.", Kind::Text).unwrap();
+        let doc = extract(
+            "notes/my_plan-v2.txt",
+            b"Some words here that are a sentence.\nMore.",
+            Kind::Text,
+        )
+        .unwrap();
         assert!(!doc.title.is_empty());
     }
 }

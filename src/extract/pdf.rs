@@ -10,10 +10,15 @@ use pdf_extract::{OutputError, PlainTextOutput, output_doc_page};
 use super::{BrokenReason, Extracted, Section};
 
 pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
-    if !bytes.starts_with(b"%PDF-") && !bytes[..bytes.len().min(1024)].windows(5).any(|w| w == b"%PDF-") {
+    if !bytes.starts_with(b"%PDF-")
+        && !bytes[..bytes.len().min(1024)]
+            .windows(5)
+            .any(|w| w == b"%PDF-")
+    {
         return Err(BrokenReason::CorruptPdf("no PDF header".into()));
     }
-    let mut doc = Document::load_mem(bytes).map_err(|e| BrokenReason::CorruptPdf(short(&e.to_string())))?;
+    let mut doc =
+        Document::load_mem(bytes).map_err(|e| BrokenReason::CorruptPdf(short(&e.to_string())))?;
     if doc.is_encrypted() && doc.decrypt("").is_err() {
         return Err(BrokenReason::Encrypted);
     }
@@ -26,7 +31,8 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
     let mut sections = Vec::with_capacity(pages);
     for page in 1..=pages as u32 {
         let mut text = String::new();
-        let result: Result<(), OutputError> = output_doc_page(&doc, &mut PlainTextOutput::new(&mut text), page);
+        let result: Result<(), OutputError> =
+            output_doc_page(&doc, &mut PlainTextOutput::new(&mut text), page);
         if let Err(e) = result {
             if sections.is_empty() && page == 1 {
                 return Err(BrokenReason::CorruptPdf(short(&e.to_string())));
@@ -43,7 +49,11 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
         });
     }
     if sections.iter().all(|s| s.text.trim().is_empty()) {
-        return Err(if encrypted { BrokenReason::Encrypted } else { BrokenReason::NoText });
+        return Err(if encrypted {
+            BrokenReason::Encrypted
+        } else {
+            BrokenReason::NoText
+        });
     }
     let title = sections
         .iter()
@@ -63,7 +73,11 @@ fn short(s: &str) -> String {
 /// `(level, title, first page)` for each outline entry, in document order.
 fn outline(doc: &Document) -> Vec<(usize, String, usize)> {
     match doc.get_toc() {
-        Ok(toc) => toc.toc.into_iter().map(|t| (t.level, t.title, t.page)).collect(),
+        Ok(toc) => toc
+            .toc
+            .into_iter()
+            .map(|t| (t.level, t.title, t.page))
+            .collect(),
         Err(_) => Vec::new(),
     }
 }
@@ -110,12 +124,19 @@ mod tests {
 
     #[test]
     fn dehyphenates_line_end_breaks_only() {
-        assert_eq!(dehyphenate("extrac-\ntion of well-known\nX-\nRay"), "extraction of well-known\nX-\nRay");
+        assert_eq!(
+            dehyphenate("extrac-\ntion of well-known\nX-\nRay"),
+            "extraction of well-known\nX-\nRay"
+        );
     }
 
     #[test]
     fn outline_path_follows_pages() {
-        let o = vec![(1, "Intro".to_string(), 1), (1, "Usage".into(), 3), (2, "Flags".into(), 4)];
+        let o = vec![
+            (1, "Intro".to_string(), 1),
+            (1, "Usage".into(), 3),
+            (2, "Flags".into(), 4),
+        ];
         assert_eq!(heading_path_at(&o, 2), ["Intro"]);
         assert_eq!(heading_path_at(&o, 4), ["Usage", "Flags"]);
         assert!(heading_path_at(&[], 1).is_empty());
@@ -123,7 +144,13 @@ mod tests {
 
     #[test]
     fn garbage_is_corrupt_not_panic() {
-        assert!(matches!(extract(b"%PDF-1.4 garbage"), Err(BrokenReason::CorruptPdf(_))));
-        assert!(matches!(extract(b"hello"), Err(BrokenReason::CorruptPdf(_))));
+        assert!(matches!(
+            extract(b"%PDF-1.4 garbage"),
+            Err(BrokenReason::CorruptPdf(_))
+        ));
+        assert!(matches!(
+            extract(b"hello"),
+            Err(BrokenReason::CorruptPdf(_))
+        ));
     }
 }

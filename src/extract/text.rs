@@ -25,7 +25,8 @@ pub fn decode(bytes: &[u8]) -> Result<String, BrokenReason> {
     match std::str::from_utf8(bytes) {
         Ok(s) => check_text(s.to_string()),
         Err(_) => {
-            let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
+            let mut detector =
+                chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
             detector.feed(bytes, true);
             let enc = detector.guess(None, chardetng::Utf8Detection::Allow);
             let (s, _, had_errors) = enc.decode(bytes);
@@ -52,11 +53,21 @@ fn check_text(s: String) -> Result<String, BrokenReason> {
 /// A plain-text document is one section. Its first line is the title when it
 /// looks like one (short, not a sentence).
 pub fn extract(s: &str) -> Extracted {
-    let first = s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let looks_like_title =
-        !first.is_empty() && first.chars().count() <= 80 && !first.ends_with(['.', ',', ';', ':']) && s.lines().count() > 1;
+    let first = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let looks_like_title = !first.is_empty()
+        && first.chars().count() <= 80
+        && !first.ends_with(['.', ',', ';', ':'])
+        && s.lines().count() > 1;
     Extracted {
-        title: if looks_like_title { first.to_string() } else { String::new() },
+        title: if looks_like_title {
+            first.to_string()
+        } else {
+            String::new()
+        },
         sections: vec![Section {
             heading_path: Vec::new(),
             text: s.to_string(),
@@ -94,7 +105,9 @@ mod tests {
 
     #[test]
     fn control_heavy_bytes_without_nul_are_binary() {
-        let bytes: Vec<u8> = (0..2000u32).map(|i| if i % 3 == 0 { 0x01 } else { b'a' }).collect();
+        let bytes: Vec<u8> = (0..2000u32)
+            .map(|i| if i % 3 == 0 { 0x01 } else { b'a' })
+            .collect();
         assert_eq!(decode(&bytes), Err(BrokenReason::Binary));
     }
 }

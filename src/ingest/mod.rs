@@ -49,7 +49,11 @@ impl Default for Limits {
 
 /// The one place the per-document chunk cap is applied: the writer and the
 /// probe both call it. Returns the kept spans and where the cut fell.
-pub fn plan_capped(doc: &Extracted, mode: Mode, limits: &Limits) -> (Vec<ChunkSpan>, Option<usize>) {
+pub fn plan_capped(
+    doc: &Extracted,
+    mode: Mode,
+    limits: &Limits,
+) -> (Vec<ChunkSpan>, Option<usize>) {
     let mut spans = chunk::plan(doc, mode);
     if spans.len() > limits.max_chunks {
         spans.truncate(limits.max_chunks);
@@ -128,7 +132,10 @@ struct Meta {
 
 enum Body {
     /// The content is already stored (or is earlier in this batch).
-    Known { hash: String, chunks: usize },
+    Known {
+        hash: String,
+        chunks: usize,
+    },
     New(Box<NewContent>),
 }
 
@@ -169,7 +176,11 @@ impl NewContent {
 
     /// Chunk texts then the card text: what gets embedded.
     fn texts(&self) -> Vec<String> {
-        let mut t: Vec<String> = self.chunks.iter().map(|c| chunk_embed_text(&c.heading_path, &c.text)).collect();
+        let mut t: Vec<String> = self
+            .chunks
+            .iter()
+            .map(|c| chunk_embed_text(&c.heading_path, &c.text))
+            .collect();
         t.push(self.card.text());
         t
     }
@@ -184,7 +195,12 @@ pub struct Pipeline<'a> {
 }
 
 impl Pipeline<'_> {
-    pub fn run(&mut self, files: &[PathBuf], report: &mut AddReport, progress: &mut dyn FnMut(&Progress)) -> Result<()> {
+    pub fn run(
+        &mut self,
+        files: &[PathBuf],
+        report: &mut AddReport,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
         let mut p = Progress {
             total: files.len(),
             failed: report.failed.len(),
@@ -207,7 +223,11 @@ impl Pipeline<'_> {
                 pending_texts = 0;
             }
             p.done += 1;
-            p.failed = report.failed.len() + batch.iter().filter(|b| matches!(b, Prepared::Broken(..))).count();
+            p.failed = report.failed.len()
+                + batch
+                    .iter()
+                    .filter(|b| matches!(b, Prepared::Broken(..)))
+                    .count();
         }
         self.flush(batch, report)?;
         p.current.clear();
@@ -218,7 +238,10 @@ impl Pipeline<'_> {
 
     fn prepare(&self, path: &Path, pending: &mut HashMap<String, usize>) -> Result<Prepared> {
         let source = path.display().to_string();
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| source.clone());
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| source.clone());
         let stamp = self.store.stamp(&source)?;
         let broken = |kind, bytes, mtime_ns, reason| {
             Prepared::Broken(
@@ -319,12 +342,17 @@ impl Pipeline<'_> {
                     });
                 }
                 Prepared::Indexed(meta, Body::Known { hash, chunks }) => {
-                    let content_id = self
-                        .store
-                        .content_by_hash(&hash)?
-                        .ok_or_else(|| crate::Error::Corrupt(format!("content {hash} vanished mid-batch")))?;
+                    let content_id = self.store.content_by_hash(&hash)?.ok_or_else(|| {
+                        crate::Error::Corrupt(format!("content {hash} vanished mid-batch"))
+                    })?;
                     let before = self.store.stamp(&meta.source)?.and_then(|s| s.content_id);
-                    let id = self.write(&meta, DocumentState::Indexed { content_id }, None, &[], None)?;
+                    let id = self.write(
+                        &meta,
+                        DocumentState::Indexed { content_id },
+                        None,
+                        &[],
+                        None,
+                    )?;
                     if before == Some(content_id) {
                         report.unchanged += 1;
                     } else {
@@ -340,7 +368,13 @@ impl Pipeline<'_> {
                     let n = content.chunks.len();
                     let chunk_vecs: Vec<Vec<f32>> = vectors.by_ref().take(n).collect();
                     let card_vec = vectors.next();
-                    let id = self.write(&meta, DocumentState::Indexed { content_id: 0 }, Some(&content), &chunk_vecs, card_vec.as_deref())?;
+                    let id = self.write(
+                        &meta,
+                        DocumentState::Indexed { content_id: 0 },
+                        Some(&content),
+                        &chunk_vecs,
+                        card_vec.as_deref(),
+                    )?;
                     report.added += 1;
                     report.documents.push(AddedDocument {
                         id,
@@ -367,9 +401,12 @@ impl Pipeline<'_> {
         let tx = self.store.conn.transaction()?;
         let state = match (content, state) {
             (Some(c), _) => {
-                let content_id = Store::insert_content(&tx, &c.hash, &c.extracted, c.truncated_at_chunk)?;
+                let content_id =
+                    Store::insert_content(&tx, &c.hash, &c.extracted, c.truncated_at_chunk)?;
                 Store::write_chunks(&tx, content_id, &c.chunks, chunk_vecs, &fp.chunk)?;
-                let card_vec = card_vec.ok_or_else(|| crate::Error::Embedding("no vector came back for the card".into()))?;
+                let card_vec = card_vec.ok_or_else(|| {
+                    crate::Error::Embedding("no vector came back for the card".into())
+                })?;
                 Store::write_card(&tx, content_id, &c.card, card_vec, &fp.card)?;
                 DocumentState::Indexed { content_id }
             }
@@ -432,7 +469,9 @@ pub fn refresh_stale(
             )?;
         }
         if s.card_stale {
-            let v = card_vec.ok_or_else(|| crate::Error::Embedding("no vector came back for the card".into()))?;
+            let v = card_vec.ok_or_else(|| {
+                crate::Error::Embedding("no vector came back for the card".into())
+            })?;
             Store::write_card(&tx, s.id, &content.card, &v, &fp.card)?;
         }
         tx.commit()?;
@@ -470,7 +509,10 @@ mod tests {
 
     #[test]
     fn cap_records_where_it_cut() {
-        let text = (0..50).map(|i| format!("Paragraph {i}. ").repeat(30)).collect::<Vec<_>>().join("\n\n");
+        let text = (0..50)
+            .map(|i| format!("Paragraph {i}. ").repeat(30))
+            .collect::<Vec<_>>()
+            .join("\n\n");
         let d = doc("t", &text);
         let limits = Limits {
             max_chunks: 7,

@@ -35,15 +35,22 @@ pub fn expand(inputs: &[String]) -> (Vec<PathBuf>, Vec<Failure>) {
                 .follow_links(false)
                 .sort_by_file_name()
                 .into_iter()
-                .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+                .filter_entry(|e| {
+                    e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.')
+                });
             for entry in walker {
                 match entry {
-                    Ok(e) if e.file_type().is_file() && Kind::from_extension(e.path()).is_some() => {
+                    Ok(e)
+                        if e.file_type().is_file() && Kind::from_extension(e.path()).is_some() =>
+                    {
                         files.push(e.into_path())
                     }
                     Ok(_) => {}
                     Err(e) => failed.push(Failure {
-                        source: e.path().map(|p| p.display().to_string()).unwrap_or_else(|| input.clone()),
+                        source: e
+                            .path()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_else(|| input.clone()),
                         reason: format!("could not be listed: {e}"),
                     }),
                 }

@@ -25,8 +25,10 @@ pub trait Embedder: Send {
 
 /// The embedder Carrel ships: all-MiniLM-L6-v2, int8 ONNX.
 pub const EMBEDDER_NAME: &str = "all-MiniLM-L6-v2";
-pub const EMBEDDER_ONNX_SHA256: &str = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
-pub const EMBEDDER_TOKENIZER_SHA256: &str = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
+pub const EMBEDDER_ONNX_SHA256: &str =
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
+pub const EMBEDDER_TOKENIZER_SHA256: &str =
+    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
 /// The ONNX Runtime library file `make models` installs (1.24 or newer works).
 pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.24.4";
 pub const POOLING: &str = "mean";
@@ -93,10 +95,21 @@ impl Fingerprints {
             return Ok(fp.clone());
         }
         let dir = cfg.embedder_dir();
-        let onnx = verified(&dir.join("model.onnx"), "embedding model", EMBEDDER_ONNX_SHA256)?;
-        let tok = verified(&dir.join("tokenizer.json"), "embedding tokenizer", EMBEDDER_TOKENIZER_SHA256)?;
+        let onnx = verified(
+            &dir.join("model.onnx"),
+            "embedding model",
+            EMBEDDER_ONNX_SHA256,
+        )?;
+        let tok = verified(
+            &dir.join("tokenizer.json"),
+            "embedding tokenizer",
+            EMBEDDER_TOKENIZER_SHA256,
+        )?;
         let base = format!("{onnx}|{tok}|{POOLING}|{}", cfg.max_length);
-        let model = format!("{EMBEDDER_NAME}@{}", &hex(&Sha256::digest(base.as_bytes()))[..12]);
+        let model = format!(
+            "{EMBEDDER_NAME}@{}",
+            &hex(&Sha256::digest(base.as_bytes()))[..12]
+        );
         let fp = Fingerprints {
             chunk: format!("{model}/chunker-v{}", crate::chunk::CHUNKER_VERSION),
             card: format!("{model}/card-v{}", crate::card::CARD_VERSION),

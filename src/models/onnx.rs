@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::sync::{Mutex, atomic::AtomicU64, atomic::Ordering};
 
-use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+use fastembed::{
+    InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
+};
 use ort::environment::Environment;
 
 use super::{Embedder, ModelConfig};
@@ -50,14 +52,16 @@ impl OnnxEmbedder {
         super::Fingerprints::of(cfg)?;
         let env = environment(&cfg.runtime_path())?;
         let dir = cfg.embedder_dir();
-        let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| Error::io(dir.join(name), e));
+        let read =
+            |name: &str| std::fs::read(dir.join(name)).map_err(|e| Error::io(dir.join(name), e));
         let tokenizer = TokenizerFiles {
             tokenizer_file: read("tokenizer.json")?,
             config_file: read("config.json")?,
             special_tokens_map_file: read("special_tokens_map.json")?,
             tokenizer_config_file: read("tokenizer_config.json")?,
         };
-        let model = UserDefinedEmbeddingModel::new(read("model.onnx")?, tokenizer).with_pooling(Pooling::Mean);
+        let model = UserDefinedEmbeddingModel::new(read("model.onnx")?, tokenizer)
+            .with_pooling(Pooling::Mean);
         let options = InitOptionsUserDefined::new()
             .with_environment(env)
             .with_max_length(cfg.max_length)

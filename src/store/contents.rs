@@ -44,19 +44,28 @@ impl Store {
     pub fn content_by_hash(&self, hash: &str) -> Result<Option<i64>> {
         Ok(self
             .conn
-            .query_row("SELECT id FROM contents WHERE hash = ?1", [hash], |r| r.get(0))
+            .query_row("SELECT id FROM contents WHERE hash = ?1", [hash], |r| {
+                r.get(0)
+            })
             .optional()?)
     }
 
     pub fn content_hash(&self, content_id: i64) -> Result<String> {
-        Ok(self.conn.query_row("SELECT hash FROM contents WHERE id = ?1", [content_id], |r| r.get(0))?)
+        Ok(self.conn.query_row(
+            "SELECT hash FROM contents WHERE id = ?1",
+            [content_id],
+            |r| r.get(0),
+        )?)
     }
 
     pub fn extracted(&self, content_id: i64) -> Result<Extracted> {
-        let json: String = self
-            .conn
-            .query_row("SELECT extracted FROM contents WHERE id = ?1", [content_id], |r| r.get(0))?;
-        serde_json::from_str(&json).map_err(|e| Error::Corrupt(format!("content {content_id}: {e}")))
+        let json: String = self.conn.query_row(
+            "SELECT extracted FROM contents WHERE id = ?1",
+            [content_id],
+            |r| r.get(0),
+        )?;
+        serde_json::from_str(&json)
+            .map_err(|e| Error::Corrupt(format!("content {content_id}: {e}")))
     }
 
     pub fn chunks(&self, content_id: i64) -> Result<Vec<ChunkRow>> {
@@ -106,15 +115,28 @@ impl Store {
              FROM contents c ORDER BY c.id",
         )?;
         let rows = stmt.query_map(params![chunk_fp, card_fp], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<i64>>(2)?, r.get(3)?, r.get(4)?))
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+                r.get(3)?,
+                r.get(4)?,
+            ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, json, truncated, chunks_stale, card_stale): (i64, String, Option<i64>, bool, bool) = row?;
+            let (id, json, truncated, chunks_stale, card_stale): (
+                i64,
+                String,
+                Option<i64>,
+                bool,
+                bool,
+            ) = row?;
             if !chunks_stale && !card_stale {
                 continue;
             }
-            let extracted = serde_json::from_str(&json).map_err(|e| Error::Corrupt(format!("content {id}: {e}")))?;
+            let extracted = serde_json::from_str(&json)
+                .map_err(|e| Error::Corrupt(format!("content {id}: {e}")))?;
             out.push(StaleContent {
                 id,
                 extracted,
@@ -158,12 +180,24 @@ impl Store {
             "INSERT INTO chunks (content_id, seq, heading_path, section, start, end, page, text, embedded_with)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
         )?;
-        let mut insert_vec =
-            tx.prepare_cached("INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (?1, ?2, ?3)")?;
+        let mut insert_vec = tx.prepare_cached(
+            "INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (?1, ?2, ?3)",
+        )?;
         for (seq, (c, v)) in chunks.iter().zip(vectors).enumerate() {
-            let path = serde_json::to_string(&c.heading_path).map_err(|e| Error::Corrupt(e.to_string()))?;
+            let path = serde_json::to_string(&c.heading_path)
+                .map_err(|e| Error::Corrupt(e.to_string()))?;
             let id: i64 = insert.query_row(
-                params![content_id, seq as i64, path, c.section as i64, c.start as i64, c.end as i64, c.page, c.text, fingerprint],
+                params![
+                    content_id,
+                    seq as i64,
+                    path,
+                    c.section as i64,
+                    c.start as i64,
+                    c.end as i64,
+                    c.page,
+                    c.text,
+                    fingerprint
+                ],
                 |r| r.get(0),
             )?;
             insert_vec.execute(params![id, vector_blob(v), fingerprint])?;
@@ -179,13 +213,17 @@ impl Store {
         vector: &[f32],
         fingerprint: &str,
     ) -> Result<()> {
-        let json = |v: &Vec<String>| serde_json::to_string(v).map_err(|e| Error::Corrupt(e.to_string()));
+        let json =
+            |v: &Vec<String>| serde_json::to_string(v).map_err(|e| Error::Corrupt(e.to_string()));
         tx.execute(
             "INSERT OR REPLACE INTO cards (content_id, title, what, outline, key_terms, text, embedded_with)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![content_id, card.title, card.what, json(&card.outline)?, json(&card.key_terms)?, card.text(), fingerprint],
         )?;
-        tx.execute("DELETE FROM card_vectors WHERE content_id = ?1", [content_id])?;
+        tx.execute(
+            "DELETE FROM card_vectors WHERE content_id = ?1",
+            [content_id],
+        )?;
         tx.execute(
             "INSERT INTO card_vectors (content_id, embedding, fingerprint) VALUES (?1, ?2, ?3)",
             params![content_id, vector_blob(vector), fingerprint],
@@ -196,8 +234,11 @@ impl Store {
     /// Deletes a content and everything hanging off it, if no document points
     /// at it any more.
     pub(crate) fn collect_garbage(tx: &Transaction<'_>, content_id: i64) -> Result<bool> {
-        let used: bool =
-            tx.query_row("SELECT EXISTS (SELECT 1 FROM documents WHERE content_id = ?1)", [content_id], |r| r.get(0))?;
+        let used: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM documents WHERE content_id = ?1)",
+            [content_id],
+            |r| r.get(0),
+        )?;
         if used {
             return Ok(false);
         }
@@ -206,7 +247,10 @@ impl Store {
             [content_id],
         )?;
         tx.execute("DELETE FROM chunks WHERE content_id = ?1", [content_id])?;
-        tx.execute("DELETE FROM card_vectors WHERE content_id = ?1", [content_id])?;
+        tx.execute(
+            "DELETE FROM card_vectors WHERE content_id = ?1",
+            [content_id],
+        )?;
         tx.execute("DELETE FROM cards WHERE content_id = ?1", [content_id])?;
         tx.execute("DELETE FROM contents WHERE id = ?1", [content_id])?;
         Ok(true)

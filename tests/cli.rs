@@ -1,0 +1,265 @@
+//! The `carrel` CLI contract: command names, JSON fields and exit codes, run
+//! as a real process against a real library.
+
+mod common;
+
+use assert_cmd::Command;
+use common::*;
+use serde_json::Value;
+
+fn carrel(lib: &std::path::Path) -> Command {
+    let mut c = Command::cargo_bin("carrel").unwrap();
+    c.env("CARREL_LIBRARY", lib)
+        .env("CARREL_MODELS", models_dir())
+        .env_remove("CARREL_LOG");
+    c
+}
+
+fn json(out: &[u8]) -> Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+#[test]
+fn add_reports_json_and_exits_1_when_any_input_failed() {
+    let lib = tempfile::tempdir().unwrap();
+    let out = carrel(lib.path())
+        .args(["add", "--json"])
+        .arg(fixtures().join("docs"))
+        .arg(fixtures().join("bad/zero.txt"))
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json(&out);
+    assert_eq!(v["added"], 6);
+    assert_eq!(v["unchanged"], 0);
+    assert_eq!(v["failed"][0]["reason"], "empty file: it has no bytes");
+    assert!(
+        v["failed"][0]["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("zero.txt")
+    );
+    let doc = &v["documents"][0];
+    assert!(doc["id"].is_i64() && doc["title"].is_string() && doc["chunks"].is_u64());
+
+    let ok = carrel(lib.path())
+        .args(["add", "--json"])
+        .arg(fixtures().join("docs"))
+        .assert()
+        .code(0);
+    let v = json(&ok.get_output().stdout);
+    assert_eq!(
+        (v["added"].as_u64(), v["unchanged"].as_u64()),
+        (Some(0), Some(6))
+    );
+}
+
+#[test]
+fn list_read_stats_and_rm_speak_the_contract() {
+    let lib = tempfile::tempdir().unwrap();
+    carrel(lib.path())
+        .arg("add")
+        .arg(fixtures().join("docs/sourdough-starter.md"))
+        .arg(fixtures().join("bad/scanned.pdf"))
+        .assert()
+        .code(1);
+
+    let v = json(
+        &carrel(lib.path())
+            .args(["list", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for field in [
+        "id",
+        "title",
+        "kind",
+        "source",
+        "bytes",
+        "chunks",
+        "content_hash",
+        "state",
+        "broken_reason",
+        "truncated_at_chunk",
+        "card_state",
+    ] {
+        assert!(rows[0].get(field).is_some(), "list --json lacks {field}");
+    }
+    let good = rows.iter().find(|r| r["state"] == "indexed").unwrap();
+    let broken = rows.iter().find(|r| r["state"] == "broken").unwrap();
+    assert!(
+        broken["broken_reason"]
+            .as_str()
+            .unwrap()
+            .contains("no extractable text")
+    );
+    let id = good["id"].as_i64().unwrap().to_string();
+
+    let text = carrel(lib.path())
+        .args(["read", &id])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("## Sourdough Starter > Troubleshooting") && text.contains("hooch"),
+        "{text}"
+    );
+    let card = json(
+        &carrel(lib.path())
+            .args(["read", &id, "--card", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert!(
+        card["what"]
+            .as_str()
+            .unwrap()
+            .starts_with("A sourdough starter")
+    );
+
+    let stats = json(
+        &carrel(lib.path())
+            .args(["stats", "--density", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(stats[0]["chunks"], good["chunks"]);
+    assert!(stats[0]["avg_chunk"].as_f64().unwrap() > 100.0);
+
+    carrel(lib.path()).args(["rm", &id]).assert().success();
+    let v = json(
+        &carrel(lib.path())
+            .args(["list", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(v.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn unknown_ids_fail_with_a_sentence() {
+    let lib = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["read", "999"],
+        vec!["read", "999", "--card"],
+        vec!["rm", "999"],
+    ] {
+        let out = carrel(lib.path())
+            .args(&args)
+            .assert()
+            .failure()
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("no document with id 999") && err.contains("carrel list"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "nothing on stdout for a failure");
+    }
+}
+
+#[test]
+fn probe_reports_both_modes_from_the_shared_planner() {
+    let plan = fixtures().join("long/renovation-plan.md");
+    let lib = tempfile::tempdir().unwrap();
+    let doc = json(
+        &carrel(lib.path())
+            .args(["probe", "--json"])
+            .arg(&plan)
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let mem = json(
+        &carrel(lib.path())
+            .args(["probe", "--json", "--mode", "memory"])
+            .arg(&plan)
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let (d, m) = (
+        doc["chunks"].as_u64().unwrap(),
+        mem["chunks"].as_u64().unwrap(),
+    );
+    assert!(m >= 3 * d, "memory {m} vs document {d}");
+    assert!(doc["avg_chars"].as_f64().unwrap() > 360.0);
+    carrel(lib.path())
+        .args(["probe", "--mode", "sentence"])
+        .arg(&plan)
+        .assert()
+        .code(2);
+    let out = carrel(lib.path())
+        .arg("probe")
+        .arg(fixtures().join("bad/encrypted.pdf"))
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("encrypted PDF"));
+}
+
+#[test]
+fn doctor_and_add_say_what_to_do_when_models_are_missing() {
+    let lib = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = carrel(lib.path())
+        .env("CARREL_MODELS", empty.path())
+        .arg("doctor")
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("FAILED") && out.contains("make models"),
+        "{out}"
+    );
+
+    let out = carrel(lib.path())
+        .env("CARREL_MODELS", empty.path())
+        .arg("add")
+        .arg(fixtures().join("docs"))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("make models"));
+
+    let ok = json(
+        &carrel(lib.path())
+            .args(["doctor", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(ok["runtime"]["status"], "ok");
+    assert_eq!(ok["embedder"]["status"], "ok");
+    assert!(
+        ok["fingerprints"]["chunk"]
+            .as_str()
+            .unwrap()
+            .starts_with("all-MiniLM-L6-v2@")
+    );
+}

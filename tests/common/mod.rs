@@ -1,0 +1,43 @@
+//! Shared helpers for the engine's integration tests. They use the real
+//! models (`make models` installs them; `make test` runs it first).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use carrel::models::ModelConfig;
+use carrel::{Library, LibraryConfig};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixtures() -> PathBuf {
+    repo().join("fixtures")
+}
+
+pub fn models_dir() -> PathBuf {
+    std::env::var_os("CARREL_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".models"))
+}
+
+pub fn models() -> ModelConfig {
+    ModelConfig::new(models_dir())
+}
+
+pub fn open(dir: &Path) -> Library {
+    Library::open(LibraryConfig::new(dir.to_path_buf(), models())).expect("library opens")
+}
+
+pub fn s(p: impl AsRef<Path>) -> String {
+    p.as_ref().display().to_string()
+}
+
+/// Copies fixture files into a fresh folder so tests can change them.
+pub fn copy_fixtures(into: &Path, names: &[&str]) {
+    for name in names {
+        let from = fixtures().join(name);
+        let to = into.join(Path::new(name).file_name().unwrap());
+        std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+    }
+}
