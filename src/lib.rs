@@ -20,7 +20,7 @@ use serde::Serialize;
 
 pub use error::{Error, Result};
 pub use ingest::{AddReport, Limits, Progress};
-pub use store::DocumentRow;
+pub use store::{Density, DocumentRow};
 
 use card::Card;
 use chunk::Mode;
@@ -81,16 +81,6 @@ pub struct DocumentText {
     pub document: DocumentRow,
     pub card: Option<Card>,
     pub sections: Vec<Section>,
-}
-
-/// `carrel stats --density`, per document.
-#[derive(Debug, Clone, Serialize)]
-pub struct Density {
-    pub id: i64,
-    pub title: String,
-    pub chunks: u64,
-    pub chars: u64,
-    pub avg_chunk: f64,
 }
 
 /// `carrel probe`: what the writer would store for one file.
@@ -242,27 +232,10 @@ impl Library {
         self.store.remove_document(id)
     }
 
+    /// Chunk density per document, densest first: the check from
+    /// `004_c58a719d7463d7eb.txt` (a 600 ceiling should show 400–600).
     pub fn density(&self) -> Result<Vec<Density>> {
-        let mut out = Vec::new();
-        for d in self.list()? {
-            let Some(content) = self.store.document_content(d.id)? else {
-                continue;
-            };
-            let chunks = self.store.chunks(content)?;
-            let chars: u64 = chunks.iter().map(|c| c.text.chars().count() as u64).sum();
-            out.push(Density {
-                id: d.id,
-                title: d.title,
-                chunks: chunks.len() as u64,
-                chars,
-                avg_chunk: if chunks.is_empty() {
-                    0.0
-                } else {
-                    chars as f64 / chunks.len() as f64
-                },
-            });
-        }
-        Ok(out)
+        self.store.density()
     }
 
     pub fn doctor(&self) -> Result<Doctor> {

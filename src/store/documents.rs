@@ -53,7 +53,37 @@ pub struct DocumentRow {
     pub synced_at: i64,
 }
 
+/// `carrel stats --density`, per document.
+#[derive(Debug, Clone, Serialize)]
+pub struct Density {
+    pub id: i64,
+    pub title: String,
+    pub chunks: u64,
+    pub chars: u64,
+    pub avg_chunk: f64,
+}
+
 impl Store {
+    pub fn density(&self) -> Result<Vec<Density>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT d.id, d.title, count(k.id), sum(length(k.text))
+             FROM documents d JOIN chunks k ON k.content_id = d.content_id
+             GROUP BY d.id ORDER BY count(k.id) DESC, d.id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let chunks: i64 = r.get(2)?;
+            let chars: i64 = r.get(3)?;
+            Ok(Density {
+                id: r.get(0)?,
+                title: r.get(1)?,
+                chunks: chunks as u64,
+                chars: chars as u64,
+                avg_chunk: chars as f64 / chunks.max(1) as f64,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
     pub fn stamp(&self, source: &str) -> Result<Option<SourceStamp>> {
         Ok(self
             .conn
@@ -120,13 +150,6 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-    }
-
-    pub fn document(&self, id: i64) -> Result<DocumentRow> {
-        self.list(None, None)?
-            .into_iter()
-            .find(|d| d.id == id)
-            .ok_or(Error::UnknownDocument(id))
     }
 
     pub fn document_content(&self, id: i64) -> Result<Option<i64>> {

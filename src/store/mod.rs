@@ -13,7 +13,7 @@ use std::sync::Once;
 use rusqlite::Connection;
 
 pub use contents::{ChunkRow, NewChunk, StaleContent};
-pub use documents::{DocumentRow, DocumentState, NewDocument, SourceStamp};
+pub use documents::{Density, DocumentRow, DocumentState, NewDocument, SourceStamp};
 pub use schema::SCHEMA_VERSION;
 
 use crate::error::{Error, Result};

@@ -1,0 +1,234 @@
+//! `carrel-bench`: the figures in the README, measured in one run on real
+//! documents (`make bench` fetches them). Prints a markdown table and writes
+//! the same figures as JSON. Not a test: timings on a shared machine drift,
+//! so compare the ratios, which are taken in the same run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use clap::Parser;
+use serde::Serialize;
+
+use carrel::models::onnx::TEXTS_EMBEDDED;
+use carrel::models::{Embedder, ModelConfig, OnnxEmbedder};
+use carrel::{Library, LibraryConfig};
+
+#[derive(Parser)]
+struct Args {
+    /// Corpus folder with one subfolder per format (html, markdown, pdf, text)
+    corpus: PathBuf,
+    /// At most this many files per format
+    #[arg(long, default_value_t = usize::MAX)]
+    limit: usize,
+    /// Texts used for the embedding-throughput comparison
+    #[arg(long, default_value_t = 2000)]
+    embed_sample: usize,
+    #[arg(long, env = "CARREL_MODELS")]
+    models: PathBuf,
+    /// Also write the figures here as JSON
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct FormatFigures {
+    format: String,
+    files: usize,
+    indexed: usize,
+    broken: usize,
+    chunks: u64,
+    avg_chunk_chars: f64,
+    ingest_s: f64,
+    docs_per_s: f64,
+    chunks_per_s: f64,
+    rescan_s: f64,
+    rescan_model_calls: u64,
+}
+
+#[derive(Serialize)]
+struct Figures {
+    formats: Vec<FormatFigures>,
+    embed_texts: usize,
+    raw_forward_texts_per_s: f64,
+    pipeline_embed_texts_per_s: f64,
+    ingest_chunks_per_s: f64,
+    embed_ratio: f64,
+    ingest_ratio: f64,
+    rescan_s_per_1000_files: f64,
+    peak_rss_mb: f64,
+    threads: usize,
+}
+
+fn files_of(dir: &Path, limit: usize) -> Vec<PathBuf> {
+    let (mut files, _) = carrel::ingest::expand(&[dir.display().to_string()]);
+    files.truncate(limit);
+    files
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l.to_string())
+        })
+        .and_then(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let models = ModelConfig::new(args.models.clone());
+    let work = tempfile_dir()?;
+    let mut formats = Vec::new();
+    let mut sample: Vec<String> = Vec::new();
+    let (mut total_chunks, mut total_ingest_s, mut total_files, mut total_rescan_s) =
+        (0u64, 0.0, 0usize, 0.0);
+    for format in ["html", "markdown", "pdf", "text"] {
+        let dir = args.corpus.join(format);
+        if !dir.is_dir() {
+            continue;
+        }
+        let files = files_of(&dir, args.limit);
+        let mut lib = Library::open(LibraryConfig::new(work.join(format), models.clone()))?;
+        // Load the model before timing, so ingest figures are warm.
+        lib.add_files(&[], Vec::new(), &mut |_| {})?;
+        let t = Instant::now();
+        let report = lib.add_files(&files, Vec::new(), &mut |_| {})?;
+        let ingest_s = t.elapsed().as_secs_f64();
+        let density = lib.density()?;
+        let chunks: u64 = density.iter().map(|d| d.chunks).sum();
+        let chars: u64 = density.iter().map(|d| d.chars).sum();
+        for d in &density {
+            for c in lib.chunks(d.id)? {
+                if sample.len() < args.embed_sample * (formats.len() + 1) / 4 {
+                    sample.push(carrel::ingest::chunk_embed_text(&c.heading_path, &c.text));
+                }
+            }
+        }
+        let calls = TEXTS_EMBEDDED.load(Ordering::Relaxed);
+        let t = Instant::now();
+        let again = lib.add_files(&files, Vec::new(), &mut |_| {})?;
+        let rescan_s = t.elapsed().as_secs_f64();
+        assert_eq!(again.added, 0, "nothing changed between the two runs");
+        total_chunks += chunks;
+        total_ingest_s += ingest_s;
+        total_files += files.len();
+        total_rescan_s += rescan_s;
+        formats.push(FormatFigures {
+            format: format.into(),
+            files: files.len(),
+            indexed: report.added,
+            broken: report.failed.len(),
+            chunks,
+            avg_chunk_chars: if chunks == 0 {
+                0.0
+            } else {
+                chars as f64 / chunks as f64
+            },
+            ingest_s,
+            docs_per_s: files.len() as f64 / ingest_s,
+            chunks_per_s: chunks as f64 / ingest_s,
+            rescan_s,
+            rescan_model_calls: TEXTS_EMBEDDED.load(Ordering::Relaxed) - calls,
+        });
+    }
+
+    // Raw forward passes vs Carrel's embed path on the same texts, same
+    // model and thread count, alternated twice to even out machine noise.
+    let refs: Vec<&str> = sample.iter().map(String::as_str).collect();
+    let mut embedder = OnnxEmbedder::load(&models)?;
+    let (mut raw_s, mut ours_s) = (0.0, 0.0);
+    for _ in 0..2 {
+        let t = Instant::now();
+        embedder.forward_only(&refs)?;
+        raw_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        embedder.embed(&refs)?;
+        ours_s += t.elapsed().as_secs_f64();
+    }
+    let raw = 2.0 * refs.len() as f64 / raw_s;
+    let ours = 2.0 * refs.len() as f64 / ours_s;
+    let ingest = total_chunks as f64 / total_ingest_s;
+    let figures = Figures {
+        formats,
+        embed_texts: refs.len(),
+        raw_forward_texts_per_s: raw,
+        pipeline_embed_texts_per_s: ours,
+        ingest_chunks_per_s: ingest,
+        embed_ratio: ours / raw,
+        ingest_ratio: ingest / raw,
+        rescan_s_per_1000_files: total_rescan_s / total_files.max(1) as f64 * 1000.0,
+        peak_rss_mb: peak_rss_mb(),
+        threads: models.threads,
+    };
+    print_table(&figures);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&figures)?)?;
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+fn tempfile_dir() -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("carrel-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+fn print_table(f: &Figures) {
+    println!(
+        "| format | files | indexed | broken | chunks | avg chunk chars | ingest docs/s | chunks/s | re-scan s |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &f.formats {
+        println!(
+            "| {} | {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.3} |",
+            r.format,
+            r.files,
+            r.indexed,
+            r.broken,
+            r.chunks,
+            r.avg_chunk_chars,
+            r.docs_per_s,
+            r.chunks_per_s,
+            r.rescan_s
+        );
+    }
+    println!();
+    println!("| figure | value |");
+    println!("|---|---:|");
+    println!(
+        "| raw ORT forward (tokenise + run), texts/s | {:.1} |",
+        f.raw_forward_texts_per_s
+    );
+    println!(
+        "| Carrel embed path (sorted batches, pooled), texts/s | {:.1} |",
+        f.pipeline_embed_texts_per_s
+    );
+    println!(
+        "| embed path ÷ raw forward ({} texts) | {:.2} |",
+        f.embed_texts, f.embed_ratio
+    );
+    println!(
+        "| end-to-end ingest chunks/s ÷ raw forward | {:.2} |",
+        f.ingest_ratio
+    );
+    println!(
+        "| re-scan of unchanged files, s per 1,000 files | {:.3} |",
+        f.rescan_s_per_1000_files
+    );
+    println!(
+        "| model calls during re-scan | {} |",
+        f.formats.iter().map(|r| r.rescan_model_calls).sum::<u64>()
+    );
+    println!("| peak RSS, MB | {:.0} |", f.peak_rss_mb);
+    println!("| ONNX intra-op threads | {} |", f.threads);
+}
