@@ -149,15 +149,15 @@ impl Library {
         inputs: &[String],
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<AddReport> {
-        let (files, failed) = ingest::expand(inputs);
-        self.add_files(&files, failed, progress)
+        let (sources, failed) = ingest::expand(inputs);
+        self.add_sources(&sources, failed, progress)
     }
 
-    /// The pipeline over an already expanded file list (files may vanish
-    /// between listing and reading; they are then listed as broken).
-    pub fn add_files(
+    /// The pipeline over already expanded sources (files may vanish between
+    /// listing and reading; they are then listed as broken).
+    pub fn add_sources(
         &mut self,
-        files: &[PathBuf],
+        sources: &[ingest::Source],
         failed: Vec<ingest::Failure>,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<AddReport> {
@@ -177,7 +177,7 @@ impl Library {
             fingerprints: &fingerprints,
             limits,
         };
-        pipeline.run(files, &mut report, progress)?;
+        pipeline.run(sources, &mut report, progress)?;
         Ok(report)
     }
 

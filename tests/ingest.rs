@@ -5,6 +5,7 @@ mod common;
 
 use std::sync::atomic::Ordering;
 
+use carrel::ingest::Source;
 use carrel::models::ModelConfig;
 use carrel::models::onnx::TEXTS_EMBEDDED;
 use carrel::{Library, LibraryConfig, Limits};
@@ -329,8 +330,9 @@ fn a_file_that_vanishes_between_listing_and_reading_is_listed_broken() {
     let mut lib = open(lib_dir.path());
     let gone = lib_dir.path().join("was-here.md");
     let good = fixtures().join("docs/getting-started.txt");
+    let sources = [Source::File(gone.clone()), Source::File(good)];
     let report = lib
-        .add_files(&[gone.clone(), good], Vec::new(), &mut no_progress())
+        .add_sources(&sources, Vec::new(), &mut no_progress())
         .unwrap();
     assert_eq!(report.added, 1);
     assert_eq!(report.failed.len(), 1);

@@ -60,7 +60,7 @@ struct Figures {
     threads: usize,
 }
 
-fn files_of(dir: &Path, limit: usize) -> Vec<PathBuf> {
+fn files_of(dir: &Path, limit: usize) -> Vec<carrel::ingest::Source> {
     let (mut files, _) = carrel::ingest::expand(&[dir.display().to_string()]);
     files.truncate(limit);
     files
@@ -99,9 +99,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let files = files_of(&dir, args.limit);
         let mut lib = Library::open(LibraryConfig::new(work.join(format), models.clone()))?;
         // Load the model before timing, so ingest figures are warm.
-        lib.add_files(&[], Vec::new(), &mut |_| {})?;
+        lib.add_sources(&[], Vec::new(), &mut |_| {})?;
         let t = Instant::now();
-        let report = lib.add_files(&files, Vec::new(), &mut |_| {})?;
+        let report = lib.add_sources(&files, Vec::new(), &mut |_| {})?;
         let ingest_s = t.elapsed().as_secs_f64();
         let density = lib.density()?;
         let chunks: u64 = density.iter().map(|d| d.chunks).sum();
@@ -115,7 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let calls = TEXTS_EMBEDDED.load(Ordering::Relaxed);
         let t = Instant::now();
-        let again = lib.add_files(&files, Vec::new(), &mut |_| {})?;
+        let again = lib.add_sources(&files, Vec::new(), &mut |_| {})?;
         let rescan_s = t.elapsed().as_secs_f64();
         assert_eq!(again.added, 0, "nothing changed between the two runs");
         total_chunks += chunks;

@@ -40,6 +40,9 @@ enum Command {
     Add {
         #[arg(required = true, value_name = "PATH_OR_URL")]
         inputs: Vec<String>,
+        /// Allow URLs on loopback, private and link-local addresses
+        #[arg(long)]
+        allow_private: bool,
         #[arg(long)]
         json: bool,
     },
@@ -115,6 +118,10 @@ fn quiet_extractor_panics() {
 }
 
 fn open(cli: &Cli) -> Result<Library, Error> {
+    open_with(cli, Limits::default())
+}
+
+fn open_with(cli: &Cli, limits: Limits) -> Result<Library, Error> {
     let dir = match &cli.library {
         Some(d) => d.clone(),
         None => carrel::default_library_dir()?,
@@ -124,7 +131,9 @@ fn open(cli: &Cli) -> Result<Library, Error> {
         None => ModelConfig::default_dir()?,
     });
     models.threads = cli.threads;
-    Library::open(LibraryConfig::new(dir, models))
+    let mut config = LibraryConfig::new(dir, models);
+    config.limits = limits;
+    Library::open(config)
 }
 
 fn print_json<T: Serialize>(value: &T) {
@@ -136,8 +145,16 @@ fn print_json<T: Serialize>(value: &T) {
 
 fn run(cli: Cli) -> Result<ExitCode, Error> {
     match &cli.command {
-        Command::Add { inputs, json } => {
-            let mut lib = open(&cli)?;
+        Command::Add {
+            inputs,
+            allow_private,
+            json,
+        } => {
+            let limits = Limits {
+                allow_private_urls: *allow_private,
+                ..Limits::default()
+            };
+            let mut lib = open_with(&cli, limits)?;
             let bar = ProgressBar::new(0);
             if std::io::stderr().is_terminal() {
                 bar.set_style(

@@ -58,6 +58,23 @@ impl Kind {
         })
     }
 
+    /// The kind a Content-Type header names, if Carrel reads it.
+    pub fn from_mime(mime: &str) -> Option<Kind> {
+        let essence = mime
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        Some(match essence.as_str() {
+            "application/pdf" => Kind::Pdf,
+            "text/html" | "application/xhtml+xml" => Kind::Html,
+            "text/markdown" | "text/x-markdown" => Kind::Markdown,
+            "text/plain" => Kind::Text,
+            _ => return None,
+        })
+    }
+
     /// The kind of an explicitly named file: its extension when known, else a
     /// sniff of its first bytes. Anything that is not PDF or HTML is tried as text
     /// (and refused there if it is binary).
@@ -127,6 +144,10 @@ pub enum BrokenReason {
     Vanished,
     Unreadable(String),
     ExtractorPanicked(String),
+    InvalidUrl(String),
+    PrivateAddress(String),
+    Unreachable(String),
+    HttpStatus(u16),
 }
 
 impl BrokenReason {
@@ -144,6 +165,10 @@ impl BrokenReason {
             BrokenReason::Vanished => "vanished",
             BrokenReason::Unreadable(_) => "unreadable",
             BrokenReason::ExtractorPanicked(_) => "extractor_panicked",
+            BrokenReason::InvalidUrl(_) => "invalid_url",
+            BrokenReason::PrivateAddress(_) => "private_address",
+            BrokenReason::Unreachable(_) => "unreachable",
+            BrokenReason::HttpStatus(_) => "http_status",
         }
     }
 }
@@ -193,6 +218,17 @@ impl std::fmt::Display for BrokenReason {
                     f,
                     "the extractor crashed on this file ({e}); the file is probably damaged"
                 )
+            }
+            BrokenReason::InvalidUrl(e) => write!(f, "not a usable URL: {e}"),
+            BrokenReason::PrivateAddress(e) => write!(
+                f,
+                "refused: {e}, a private or local address; pass --allow-private to fetch from your own network"
+            ),
+            BrokenReason::Unreachable(e) => {
+                write!(f, "unreachable: {e}; check the address and your connection")
+            }
+            BrokenReason::HttpStatus(code) => {
+                write!(f, "fetch failed: the server answered HTTP {code}")
             }
         }
     }

@@ -3,15 +3,16 @@
 //! batches (small files would otherwise run the model on one or two texts at
 //! a time), then each document is written in its own transaction.
 
+mod fetch;
 mod sources;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-pub use sources::expand;
+pub use fetch::{FETCH_TIMEOUT, FetchPolicy};
+pub use sources::{Source, expand};
 
 use crate::card::{self, Card};
 use crate::chunk::{self, ChunkSpan, Mode};
@@ -36,6 +37,8 @@ const FLUSH_TEXTS: usize = 256;
 pub struct Limits {
     pub max_file_bytes: u64,
     pub max_chunks: usize,
+    /// Whether URLs on loopback, private and link-local addresses may be fetched.
+    pub allow_private_urls: bool,
 }
 
 impl Default for Limits {
@@ -43,6 +46,7 @@ impl Default for Limits {
         Limits {
             max_file_bytes: MAX_FILE_BYTES,
             max_chunks: MAX_CHUNKS_PER_DOCUMENT,
+            allow_private_urls: false,
         }
     }
 }
@@ -122,6 +126,15 @@ enum Prepared {
     Indexed(Meta, Body),
 }
 
+/// A source's bytes, read but not yet extracted.
+struct Raw {
+    meta: Meta,
+    name: String,
+    data: Vec<u8>,
+    /// The kind the source declared (a URL's Content-Type), if any.
+    kind: Option<Kind>,
+}
+
 struct Meta {
     source: String,
     kind: Option<Kind>,
@@ -197,22 +210,22 @@ pub struct Pipeline<'a> {
 impl Pipeline<'_> {
     pub fn run(
         &mut self,
-        files: &[PathBuf],
+        sources: &[Source],
         report: &mut AddReport,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
         let mut p = Progress {
-            total: files.len(),
+            total: sources.len(),
             failed: report.failed.len(),
             ..Progress::default()
         };
         let mut batch: Vec<Prepared> = Vec::new();
         let mut pending_hashes: HashMap<String, usize> = HashMap::new();
         let mut pending_texts = 0;
-        for path in files {
-            p.current = path.display().to_string();
+        for source in sources {
+            p.current = source.key();
             progress(&p);
-            let prepared = self.prepare(path, &mut pending_hashes)?;
+            let prepared = self.prepare(source, &mut pending_hashes)?;
             if let Prepared::Indexed(_, Body::New(c)) = &prepared {
                 pending_texts += c.chunks.len() + 1;
             }
@@ -236,66 +249,29 @@ impl Pipeline<'_> {
         Ok(())
     }
 
-    fn prepare(&self, path: &Path, pending: &mut HashMap<String, usize>) -> Result<Prepared> {
-        let source = path.display().to_string();
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| source.clone());
-        let stamp = self.store.stamp(&source)?;
-        let broken = |kind, bytes, mtime_ns, reason| {
-            Prepared::Broken(
-                Meta {
-                    source: source.clone(),
-                    kind,
-                    title: name.clone(),
-                    bytes,
-                    mtime_ns,
-                },
-                reason,
-            )
+    fn prepare(&self, source: &Source, pending: &mut HashMap<String, usize>) -> Result<Prepared> {
+        let raw = match self.read(source)? {
+            Ok(raw) => raw,
+            Err(done) => return Ok(done),
         };
-        let ext_kind = Kind::from_extension(path);
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) => return Ok(broken(ext_kind, 0, None, read_failure(e))),
-        };
-        let bytes = meta.len();
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_nanos() as i64);
-        if let Some(s) = &stamp
-            && s.content_id.is_some()
-            && s.bytes == bytes
-            && s.mtime_ns == mtime_ns
-        {
-            return Ok(Prepared::Unchanged { id: s.id });
-        }
-        if bytes > self.limits.max_file_bytes {
-            let reason = BrokenReason::TooLarge {
-                bytes,
-                cap: self.limits.max_file_bytes,
-            };
-            return Ok(broken(ext_kind, bytes, mtime_ns, reason));
-        }
-        let data = match std::fs::read(path) {
-            Ok(d) => d,
-            Err(e) => return Ok(broken(ext_kind, bytes, mtime_ns, read_failure(e))),
-        };
-        let kind = Kind::detect(path, &data);
-        let extracted = match extract::extract(&name, &data, kind) {
+        let kind = raw
+            .kind
+            .unwrap_or_else(|| Kind::detect(std::path::Path::new(&raw.name), &raw.data));
+        let extracted = match extract::extract(&raw.name, &raw.data, kind) {
             Ok(x) => x,
-            Err(reason) => return Ok(broken(Some(kind), bytes, mtime_ns, reason)),
+            Err(reason) => {
+                let meta = Meta {
+                    kind: Some(kind),
+                    ..raw.meta
+                };
+                return Ok(Prepared::Broken(meta, reason));
+            }
         };
         let hash = content_hash(&extracted);
         let meta = Meta {
-            source,
             kind: Some(kind),
             title: extracted.title.clone(),
-            bytes,
-            mtime_ns,
+            ..raw.meta
         };
         if let Some(id) = self.store.content_by_hash(&hash)? {
             // Either another document has this body, or this file was touched
@@ -309,6 +285,91 @@ impl Pipeline<'_> {
         let content = NewContent::build(hash.clone(), extracted, &self.limits);
         pending.insert(hash, content.chunks.len());
         Ok(Prepared::Indexed(meta, Body::New(Box::new(content))))
+    }
+
+    /// Reads a source's bytes, or settles it without reading (unchanged by
+    /// size and mtime) or as broken (too large, vanished, unreachable).
+    fn read(&self, source: &Source) -> Result<std::result::Result<Raw, Prepared>> {
+        let key = source.key();
+        let name = match source {
+            Source::File(p) => p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| key.clone()),
+            Source::Url(u) => u
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or(u)
+                .to_string(),
+        };
+        let mut meta = Meta {
+            source: key.clone(),
+            kind: match source {
+                Source::File(p) => Kind::from_extension(p),
+                Source::Url(_) => None,
+            },
+            title: name.clone(),
+            bytes: 0,
+            mtime_ns: None,
+        };
+        let broken = |meta, reason| Ok(Err(Prepared::Broken(meta, reason)));
+        match source {
+            Source::Url(url) => {
+                let policy = FetchPolicy {
+                    allow_private: self.limits.allow_private_urls,
+                    max_bytes: self.limits.max_file_bytes,
+                    timeout: FETCH_TIMEOUT,
+                };
+                match fetch::fetch(url, &policy) {
+                    Ok(f) => {
+                        meta.bytes = f.bytes.len() as u64;
+                        Ok(Ok(Raw {
+                            meta,
+                            name,
+                            data: f.bytes,
+                            kind: f.kind,
+                        }))
+                    }
+                    Err(reason) => broken(meta, reason),
+                }
+            }
+            Source::File(path) => {
+                let fs_meta = match std::fs::metadata(path) {
+                    Ok(m) => m,
+                    Err(e) => return broken(meta, read_failure(e)),
+                };
+                meta.bytes = fs_meta.len();
+                meta.mtime_ns = fs_meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_nanos() as i64);
+                if let Some(s) = self.store.stamp(&key)?
+                    && s.content_id.is_some()
+                    && s.bytes == meta.bytes
+                    && s.mtime_ns == meta.mtime_ns
+                {
+                    return Ok(Err(Prepared::Unchanged { id: s.id }));
+                }
+                if meta.bytes > self.limits.max_file_bytes {
+                    let reason = BrokenReason::TooLarge {
+                        bytes: meta.bytes,
+                        cap: self.limits.max_file_bytes,
+                    };
+                    return broken(meta, reason);
+                }
+                match std::fs::read(path) {
+                    Ok(data) => Ok(Ok(Raw {
+                        meta,
+                        name,
+                        data,
+                        kind: None,
+                    })),
+                    Err(e) => broken(meta, read_failure(e)),
+                }
+            }
+        }
     }
 
     /// Embeds every new content of the batch in one call, then writes each

@@ -1,23 +1,37 @@
-//! Turns what the user named (files, folders, URLs) into the list of files to
-//! ingest. Folders are walked recursively; hidden entries are skipped and only
-//! files whose extension Carrel reads are taken.
+//! Turns what the user named (files, folders, URLs) into the list of sources
+//! to ingest. Folders are walked recursively; hidden entries are skipped and
+//! only files whose extension Carrel reads are taken.
 
 use std::path::PathBuf;
+
+/// One thing to ingest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    File(PathBuf),
+    Url(String),
+}
+
+impl Source {
+    /// How the source is stored and shown: the absolute path or the URL.
+    pub fn key(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Url(u) => u.clone(),
+        }
+    }
+}
 
 use super::Failure;
 use crate::extract::Kind;
 
-/// Expands inputs into absolute file paths, in a stable order. Inputs that
-/// cannot be taken at all become failures; the rest go on.
-pub fn expand(inputs: &[String]) -> (Vec<PathBuf>, Vec<Failure>) {
+/// Expands inputs into sources (absolute paths, URLs), in a stable order.
+/// Inputs that cannot be taken at all become failures; the rest go on.
+pub fn expand(inputs: &[String]) -> (Vec<Source>, Vec<Failure>) {
     let mut files = Vec::new();
     let mut failed = Vec::new();
     for input in inputs {
         if input.starts_with("http://") || input.starts_with("https://") {
-            failed.push(Failure {
-                source: input.clone(),
-                reason: "URL sources are not supported by this build yet; save the page and add the file".into(),
-            });
+            files.push(Source::Url(input.clone()));
             continue;
         }
         let path = match std::path::absolute(input) {
@@ -43,7 +57,7 @@ pub fn expand(inputs: &[String]) -> (Vec<PathBuf>, Vec<Failure>) {
                     Ok(e)
                         if e.file_type().is_file() && Kind::from_extension(e.path()).is_some() =>
                     {
-                        files.push(e.into_path())
+                        files.push(Source::File(e.into_path()))
                     }
                     Ok(_) => {}
                     Err(e) => failed.push(Failure {
@@ -56,7 +70,7 @@ pub fn expand(inputs: &[String]) -> (Vec<PathBuf>, Vec<Failure>) {
                 }
             }
         } else if path.exists() {
-            files.push(path);
+            files.push(Source::File(path));
         } else {
             failed.push(Failure {
                 source: input.clone(),
