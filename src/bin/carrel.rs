@@ -158,9 +158,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let bar = ProgressBar::new(0);
             if std::io::stderr().is_terminal() {
                 bar.set_style(
-                    ProgressStyle::with_template("{bar:30} {pos}/{len} files  {msg}")
-                        .expect("valid template")
-                        .progress_chars("█▉ "),
+                    ProgressStyle::with_template(
+                        "[{elapsed_precise}] {bar:30} {pos}/{len} files, eta {eta}  {msg}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("█▉ "),
                 );
             } else {
                 bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());

@@ -40,6 +40,17 @@ pub struct StaleContent {
     pub card_stale: bool,
 }
 
+/// Reads a JSON-encoded column; malformed JSON is an error, not an empty value.
+fn json_column<T: serde::de::DeserializeOwned>(
+    r: &rusqlite::Row<'_>,
+    idx: usize,
+) -> rusqlite::Result<T> {
+    let text: String = r.get(idx)?;
+    serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
 impl Store {
     pub fn content_by_hash(&self, hash: &str) -> Result<Option<i64>> {
         Ok(self
@@ -73,11 +84,10 @@ impl Store {
             "SELECT id, seq, heading_path, page, text FROM chunks WHERE content_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map([content_id], |r| {
-            let path: String = r.get(2)?;
             Ok(ChunkRow {
                 id: r.get(0)?,
                 seq: r.get(1)?,
-                heading_path: serde_json::from_str(&path).unwrap_or_else(|_| vec![path]),
+                heading_path: json_column(r, 2)?,
                 page: r.get(3)?,
                 text: r.get(4)?,
             })
@@ -92,13 +102,11 @@ impl Store {
                 "SELECT title, what, outline, key_terms FROM cards WHERE content_id = ?1",
                 [content_id],
                 |r| {
-                    let outline: String = r.get(2)?;
-                    let terms: String = r.get(3)?;
                     Ok(Card {
                         title: r.get(0)?,
                         what: r.get(1)?,
-                        outline: serde_json::from_str(&outline).unwrap_or_default(),
-                        key_terms: serde_json::from_str(&terms).unwrap_or_default(),
+                        outline: json_column(r, 2)?,
+                        key_terms: json_column(r, 3)?,
                     })
                 },
             )
