@@ -76,6 +76,9 @@ pub enum Error {
     )]
     NoDataDir,
 
+    #[error("evaluation data: {0}")]
+    Eval(String),
+
     #[error("stored data is malformed ({0}); this is a bug, please report it")]
     Corrupt(String),
 }

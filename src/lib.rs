@@ -9,8 +9,10 @@
 pub mod card;
 pub mod chunk;
 pub mod error;
+pub mod eval;
 pub mod extract;
 pub mod ingest;
+pub mod lanes;
 pub mod models;
 pub mod store;
 
@@ -25,7 +27,8 @@ pub use store::{Density, DocumentRow};
 use card::Card;
 use chunk::Mode;
 use extract::{Kind, Section};
-use models::{Embedder, Fingerprints, ModelConfig, OnnxEmbedder};
+use lanes::{Explain, MatchResponse};
+use models::{Embedder, Fingerprints, ModelConfig, OnnxEmbedder, OnnxReranker, Reranker};
 use store::Store;
 
 /// The application identifier; the desktop app's data dir is named after it,
@@ -55,6 +58,8 @@ pub struct LibraryConfig {
     pub dir: PathBuf,
     pub models: ModelConfig,
     pub limits: Limits,
+    /// The cross-encoder's time budget per query.
+    pub rerank_budget: std::time::Duration,
 }
 
 impl LibraryConfig {
@@ -63,6 +68,7 @@ impl LibraryConfig {
             dir,
             models,
             limits: Limits::default(),
+            rerank_budget: lanes::RERANK_BUDGET,
         }
     }
 }
@@ -73,6 +79,35 @@ pub struct Library {
     store: Store,
     config: LibraryConfig,
     embedder: Option<Box<dyn Embedder>>,
+    reranker: RerankerSlot,
+}
+
+/// The subject lane's cross-encoder: not yet looked for, loaded, or the
+/// sentence that says why there is none.
+enum RerankerSlot {
+    Unloaded,
+    Loaded(Box<dyn Reranker>),
+    Missing(String),
+}
+
+impl RerankerSlot {
+    fn get(&mut self, models: &ModelConfig) -> std::result::Result<&mut dyn Reranker, String> {
+        if let RerankerSlot::Unloaded = self {
+            *self = match OnnxReranker::load(models) {
+                Ok(r) => RerankerSlot::Loaded(Box::new(r)),
+                Err(Error::ModelMissing { path, .. }) => RerankerSlot::Missing(format!(
+                    "no cross-encoder is installed (looked for {}); the subject lane needs one to rank cards, see `make reranker`",
+                    path.display()
+                )),
+                Err(e) => RerankerSlot::Missing(format!("the cross-encoder failed to load: {e}")),
+            };
+        }
+        match self {
+            RerankerSlot::Loaded(r) => Ok(r.as_mut()),
+            RerankerSlot::Missing(reason) => Err(reason.clone()),
+            RerankerSlot::Unloaded => Err("the cross-encoder was not loaded".into()),
+        }
+    }
 }
 
 /// A document with everything `carrel read` shows.
@@ -130,7 +165,93 @@ impl Library {
             store,
             config,
             embedder: None,
+            reranker: RerankerSlot::Unloaded,
         })
+    }
+
+    /// Uses this cross-encoder for the subject lane instead of the one in the
+    /// models folder.
+    pub fn set_reranker(&mut self, reranker: Box<dyn Reranker>) {
+        self.reranker = RerankerSlot::Loaded(reranker);
+    }
+
+    /// Runs both lanes for `query`; logs every decision. The lanes are
+    /// returned side by side and never merged.
+    pub fn match_query(&mut self, query: &str, top_k: usize) -> Result<MatchResponse> {
+        let fp = Fingerprints::of(&self.config.models)?;
+        let started = std::time::Instant::now();
+        let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
+        let query_vec = embedder
+            .embed(&[query])?
+            .pop()
+            .ok_or_else(|| Error::Embedding("no vector came back for the query".into()))?;
+        let embed_ms = ms(started);
+        let terms = lanes::terms::stems(query);
+
+        let started = std::time::Instant::now();
+        let models = &self.config.models;
+        let reranker = &mut self.reranker;
+        let q = lanes::LaneQuery {
+            text: query,
+            vector: &query_vec,
+            top_k,
+        };
+        let (subject, gate_skipped) = lanes::subject::run(
+            &self.store,
+            &q,
+            &fp.card,
+            &fp.model,
+            || reranker.get(models),
+            self.config.rerank_budget,
+        )?;
+        let subject_ms = ms(started);
+
+        let started = std::time::Instant::now();
+        let topic = lanes::topic::run(&self.store, &q, &terms, &fp.chunk, &fp.model)?;
+        let topic_ms = ms(started);
+
+        let cosine_scorer = format!("cosine:{}", fp.model);
+        let ce_scorer = match &self.reranker {
+            RerankerSlot::Loaded(r) => Some(format!("cross-encoder:{}", r.model_id())),
+            _ => None,
+        };
+        lanes::log::record(
+            &mut self.store,
+            query,
+            &[
+                (
+                    "subject",
+                    &subject.candidates,
+                    &cosine_scorer,
+                    ce_scorer.as_deref(),
+                ),
+                ("topic", &topic.candidates, &cosine_scorer, None),
+            ],
+        )?;
+        let (subject_outcome, topic_outcome) = lanes::assemble(&subject, &topic);
+        Ok(MatchResponse {
+            query: query.to_string(),
+            subject: subject_outcome,
+            topic: topic_outcome,
+            explain: Explain {
+                vetoed: topic
+                    .candidates
+                    .iter()
+                    .filter(|c| c.decision == lanes::Decision::Vetoed)
+                    .count(),
+                subject: subject.candidates,
+                topic: topic.candidates,
+                reranker_skipped_by_gate: gate_skipped,
+                embed_ms,
+                subject_ms,
+                topic_ms,
+            },
+        })
+    }
+
+    /// The newest entries of the retrieval log.
+    pub fn log(&self, limit: usize) -> Result<Vec<lanes::log::LogEntry>> {
+        lanes::log::read(&self.store, limit)
     }
 
     pub fn dir(&self) -> &Path {
@@ -287,6 +408,10 @@ impl Library {
             chunk_vectors,
         })
     }
+}
+
+fn ms(since: std::time::Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
 }
 
 fn lazy_embedder<'a>(

@@ -263,3 +263,97 @@ fn doctor_and_add_say_what_to_do_when_models_are_missing() {
             .starts_with("all-MiniLM-L6-v2@")
     );
 }
+
+#[test]
+fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
+    let lib = tempfile::tempdir().unwrap();
+    carrel(lib.path())
+        .arg("add")
+        .arg(fixtures().join("labelled/corpus"))
+        .assert()
+        .success();
+    let out = carrel(lib.path())
+        .args([
+            "match",
+            "how to lubricate a bike chain",
+            "--json",
+            "--explain",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v = json(&out);
+    assert_eq!(v["query"], "how to lubricate a bike chain");
+    assert_eq!(
+        v["subject"]["state"], "unavailable",
+        "no cross-encoder ships yet"
+    );
+    assert!(
+        v["subject"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cross-encoder")
+    );
+    assert_eq!(v["subject"]["hits"].as_array().unwrap().len(), 0);
+    assert_eq!(v["topic"]["state"], "ready");
+    assert!(v["topic"]["vetoed"].is_u64());
+    let hit = &v["topic"]["hits"][0];
+    for field in [
+        "doc",
+        "title",
+        "chunk",
+        "heading_path",
+        "passage",
+        "cosine",
+        "scorer",
+    ] {
+        assert!(hit.get(field).is_some(), "topic hit lacks {field}");
+    }
+    assert_eq!(hit["title"], "Bicycle Chain Maintenance");
+    assert!(
+        hit["scorer"]
+            .as_str()
+            .unwrap()
+            .starts_with("cosine:all-MiniLM-L6-v2@")
+    );
+    assert!(
+        v["explain"]["subject"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["decision"] == "reranker_unavailable")
+    );
+
+    let log = json(
+        &carrel(lib.path())
+            .args(["log", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let entries = log.as_array().unwrap();
+    assert!(!entries.is_empty());
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["query"] == "how to lubricate a bike chain" && e["scorer"].is_string())
+    );
+
+    let text = carrel(lib.path())
+        .args(["match", "how to lubricate a bike chain"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("SUBJECT")
+            && text.contains("TOPIC")
+            && text.contains("Bicycle Chain Maintenance"),
+        "{text}"
+    );
+}

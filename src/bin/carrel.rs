@@ -77,6 +77,30 @@ enum Command {
     },
     /// Remove a document (its content goes when no other document shares it)
     Rm { id: i64 },
+    /// Ask both lanes: what is this ABOUT (subject) and what DISCUSSES it (topic)
+    Match {
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        /// Show every candidate with its scores, scorer and decision
+        #[arg(long)]
+        explain: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Score both lanes and an FTS5 BM25 baseline on labelled data (BEIR layout)
+    Eval {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The retrieval log: every lane decision with the scorer that produced it
+    Log {
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Check the runtime, models, fingerprints and library
     Doctor {
         #[arg(long)]
@@ -93,6 +117,12 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     quiet_extractor_panics();
+    // `carrel list | head` should stop quietly, as other Unix tools do.
+    // SAFETY: restoring the default disposition of SIGPIPE before any I/O.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -134,6 +164,23 @@ fn open_with(cli: &Cli, limits: Limits) -> Result<Library, Error> {
     let mut config = LibraryConfig::new(dir, models);
     config.limits = limits;
     Library::open(config)
+}
+
+/// A progress bar on stderr when it is a terminal; hidden otherwise.
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    if std::io::stderr().is_terminal() {
+        bar.set_style(
+            ProgressStyle::with_template(
+                "[{elapsed_precise}] {bar:30} {pos}/{len}, eta {eta}  {msg}",
+            )
+            .expect("valid template")
+            .progress_chars("█▉ "),
+        );
+    } else {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar
 }
 
 fn print_json<T: Serialize>(value: &T) {
@@ -324,6 +371,101 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             println!("removed {id}  {title}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Match {
+            query,
+            top_k,
+            explain,
+            json,
+        } => {
+            let response = open(&cli)?.match_query(query, *top_k)?;
+            if *json {
+                let mut v = serde_json::json!({
+                    "query": response.query,
+                    "subject": response.subject.view(),
+                    "topic": response.topic.view(),
+                });
+                v["topic"]["vetoed"] = response.explain.vetoed.into();
+                if *explain {
+                    v["explain"] = serde_json::to_value(&response.explain).expect("serialisable");
+                }
+                print_json(&v);
+            } else {
+                print_match(&response, *explain);
+            }
+            let looked = |state: &str| state == "ready" || state == "weak";
+            Ok(
+                if looked(response.subject.state()) || looked(response.topic.state()) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                },
+            )
+        }
+        Command::Eval { dir, json } => {
+            let scratch = carrel::eval::scratch_dir()?;
+            let mut models = ModelConfig::new(match &cli.models {
+                Some(d) => d.clone(),
+                None => ModelConfig::default_dir()?,
+            });
+            models.threads = cli.threads;
+            let bar = progress_bar();
+            let result =
+                carrel::eval::run(dir, LibraryConfig::new(scratch.clone(), models), &mut |p| {
+                    bar.set_length(p.total as u64);
+                    bar.set_position(p.done as u64);
+                    bar.set_message(p.current.rsplit('/').next().unwrap_or("").to_string());
+                });
+            bar.finish_and_clear();
+            let _ = std::fs::remove_dir_all(&scratch);
+            let report = result?;
+            if *json {
+                print_json(&report);
+            } else {
+                println!(
+                    "{}: {} documents, {} queries ({} with qrels, {} noise)",
+                    report.dataset,
+                    report.documents,
+                    report.queries,
+                    report.relevant_queries,
+                    report.noise_queries
+                );
+                println!("| lane | nDCG@10 | Recall@10 | MRR@10 | noise leaks |");
+                println!("|---|---:|---:|---:|---:|");
+                for (name, m) in [
+                    ("subject", &report.subject),
+                    ("topic", &report.topic),
+                    ("bm25 (FTS5)", &report.bm25),
+                ] {
+                    println!(
+                        "| {name} | {:.3} | {:.3} | {:.3} | {} |",
+                        m.ndcg_at_10, m.recall_at_10, m.mrr_at_10, m.noise_leaks
+                    );
+                }
+                println!("subject states: {:?}", report.subject_states);
+                println!("topic states:   {:?}", report.topic_states);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Log { limit, json } => {
+            let entries = open(&cli)?.log(*limit)?;
+            if *json {
+                print_json(&entries);
+            } else if entries.is_empty() {
+                println!("The retrieval log is empty. Run `carrel match \"…\"` first.");
+            } else {
+                println!(
+                    "{:<8} {:>5} {:>8} {:<13} {:<20} {:<50}  QUERY",
+                    "LANE", "DOC", "SCORE", "SCALE", "DECISION", "SCORER"
+                );
+                for e in &entries {
+                    println!(
+                        "{:<8} {:>5} {:>8.3} {:<13} {:<20} {:<50}  {}",
+                        e.lane, e.doc, e.score, e.scale, e.decision, e.scorer, e.query
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Doctor { json } => {
             let d = open(&cli)?.doctor()?;
             let healthy = d.runtime.is_ok() && d.embedder.is_ok();
@@ -355,6 +497,95 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             } else {
                 ExitCode::FAILURE
             })
+        }
+    }
+}
+
+fn print_match(r: &carrel::lanes::MatchResponse, explain: bool) {
+    println!(
+        "SUBJECT: is a document what \"{}\" is ABOUT?  [{}]",
+        r.query,
+        r.subject.state()
+    );
+    if let Some(reason) = r.subject.reason() {
+        println!("  {reason}");
+    }
+    for h in r.subject.hits() {
+        let rerank = h
+            .rerank
+            .map(|l| format!("  rerank {:.2}", l.0))
+            .unwrap_or_default();
+        println!(
+            "  {:>5}  cosine {:.3}{rerank}  {}  [{}]",
+            h.doc, h.cosine.0, h.title, h.scorer
+        );
+        if !h.why.is_empty() {
+            println!("         {}", h.why);
+        }
+    }
+    if r.subject.reason().is_none() && r.subject.hits().is_empty() {
+        println!("  no document is about this");
+    }
+    println!();
+    println!(
+        "TOPIC: which documents DISCUSS it?  [{}]  ({} vetoed by headings)",
+        r.topic.state(),
+        r.explain.vetoed
+    );
+    if let Some(reason) = r.topic.reason() {
+        println!("  {reason}");
+    }
+    for h in r.topic.hits() {
+        let page = h.page.map(|p| format!(" p.{p}")).unwrap_or_default();
+        let mut place = h.heading_path.clone();
+        if place.first() != Some(&h.title) {
+            place.insert(0, h.title.clone());
+        }
+        println!(
+            "  {:>5}  cosine {:.3}  {}{page}",
+            h.doc,
+            h.cosine.0,
+            place.join(" > ")
+        );
+        let passage: String = h.passage.chars().take(160).collect();
+        println!("         {}", passage.replace('\n', " "));
+    }
+    if r.topic.reason().is_none() && r.topic.hits().is_empty() {
+        println!("  no passage discusses this");
+    }
+    if explain {
+        let e = &r.explain;
+        println!();
+        println!(
+            "EXPLAIN  embed {:.1} ms, subject {:.1} ms, topic {:.1} ms; cross-encoder {}",
+            e.embed_ms,
+            e.subject_ms,
+            e.topic_ms,
+            if e.reranker_skipped_by_gate {
+                "skipped: no card reached the cosine floor"
+            } else {
+                "needed for eligible cards"
+            }
+        );
+        for (lane, cands) in [("subject", &e.subject), ("topic", &e.topic)] {
+            for c in cands.iter() {
+                let rerank = c
+                    .rerank
+                    .map(|l| format!("{:.2}", l.0))
+                    .unwrap_or_else(|| "-".into());
+                let path = c
+                    .heading_path
+                    .as_ref()
+                    .map(|p| p.join(" > "))
+                    .unwrap_or_default();
+                println!(
+                    "  {lane:<8} {:>5} cosine {:.3} rerank {rerank:>6}  {:<22} {} {path}",
+                    c.doc,
+                    c.cosine.0,
+                    format!("{:?}", c.decision),
+                    c.title
+                );
+            }
         }
     }
 }

@@ -7,6 +7,7 @@
 //! with another fingerprint are stale and get re-embedded.
 
 pub mod onnx;
+pub mod rerank;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -17,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 
 pub use onnx::OnnxEmbedder;
+pub use rerank::{OnnxReranker, Reranker};
 
 /// Turns texts into unit vectors of [`crate::store::EMBED_DIM`] floats.
 pub trait Embedder: Send {
@@ -77,6 +79,11 @@ impl ModelConfig {
 
     pub fn embedder_dir(&self) -> PathBuf {
         self.dir.join(EMBEDDER_NAME)
+    }
+
+    /// The cross-encoder folder (standard layout: `model.onnx` + tokenizer files).
+    pub fn reranker_dir(&self) -> PathBuf {
+        self.dir.join("reranker")
     }
 }
 

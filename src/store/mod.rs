@@ -29,7 +29,7 @@ pub struct Store {
 
 static VEC_INIT: Once = Once::new();
 
-fn register_sqlite_vec() {
+pub(crate) fn register_sqlite_vec() {
     VEC_INIT.call_once(|| {
         // SAFETY: sqlite3_vec_init has the signature SQLite expects of an
         // extension entry point; auto_extension only stores the pointer.

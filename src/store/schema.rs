@@ -67,6 +67,22 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     "#,
+    // 2: the retrieval log, one row per lane decision.
+    r#"
+    CREATE TABLE retrieval_log (
+        id         INTEGER PRIMARY KEY,
+        at         INTEGER NOT NULL,
+        query      TEXT NOT NULL,
+        lane       TEXT NOT NULL CHECK (lane IN ('subject', 'topic')),
+        doc        INTEGER NOT NULL,
+        score      REAL NOT NULL,
+        scale      TEXT NOT NULL CHECK (scale IN ('cosine', 'rerank_logit')),
+        scorer     TEXT NOT NULL,
+        calibrated INTEGER NOT NULL,
+        admitted   INTEGER NOT NULL,
+        decision   TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -118,6 +134,31 @@ mod tests {
             Store::open(&p).unwrap().schema_version().unwrap(),
             SCHEMA_VERSION
         );
+    }
+
+    #[test]
+    fn a_version_1_library_upgrades_and_keeps_its_documents() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.sqlite3");
+        {
+            crate::store::register_sqlite_vec();
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.execute_batch(
+                "INSERT INTO documents (source, title, bytes, state, broken_code, broken_reason, added_at, synced_at)
+                 VALUES ('/x.txt', 'x', 0, 'broken', 'empty', 'empty file', 1, 1);
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&p).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(store.list(None, None).unwrap()[0].source, "/x.txt");
+        let n: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM retrieval_log", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0);
     }
 
     #[test]

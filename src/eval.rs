@@ -1,0 +1,391 @@
+//! `carrel eval DIR`: the lanes against labelled data, with an SQLite FTS5
+//! BM25 baseline over the same documents in the same run.
+//!
+//! DIR is BEIR layout (`corpus.jsonl` with `_id`, `title`, `text`;
+//! `queries.jsonl`; `qrels.tsv` with a header), or has a `corpus/` folder of
+//! files whose relative paths are the document ids, ingested through the
+//! normal extractors. Queries without qrels are noise: a `Ready` hit for one
+//! is a leak. `per_query` carries every ranked list, so anyone can recompute
+//! the metrics.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::ingest::Source;
+use crate::{Library, LibraryConfig, Progress};
+
+/// Ranks scored by every metric.
+pub const CUTOFF: usize = 10;
+
+#[derive(Deserialize)]
+struct CorpusLine {
+    #[serde(rename = "_id")]
+    id: String,
+    #[serde(default)]
+    title: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct QueryLine {
+    #[serde(rename = "_id")]
+    id: String,
+    text: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Metrics {
+    pub ndcg_at_10: f64,
+    pub recall_at_10: f64,
+    pub mrr_at_10: f64,
+    /// Noise queries (no qrels) that got a `Ready` hit.
+    pub noise_leaks: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LaneRanking {
+    pub state: String,
+    pub docs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryResult {
+    pub subject: LaneRanking,
+    pub topic: LaneRanking,
+    pub bm25: Vec<String>,
+    pub noise: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalReport {
+    pub dataset: String,
+    pub documents: usize,
+    pub queries: usize,
+    pub relevant_queries: usize,
+    pub noise_queries: usize,
+    pub subject: Metrics,
+    pub topic: Metrics,
+    pub bm25: Metrics,
+    /// Subject-lane states over all queries (ready / weak / unavailable / failed).
+    pub subject_states: BTreeMap<String, usize>,
+    pub topic_states: BTreeMap<String, usize>,
+    pub per_query: BTreeMap<String, QueryResult>,
+}
+
+fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| Error::Eval(format!("{}:{}: {e}", path.display(), i + 1)))
+        })
+        .collect()
+}
+
+/// query id → (doc id → graded relevance > 0).
+fn read_qrels(path: &Path) -> Result<HashMap<String, HashMap<String, f64>>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut out: HashMap<String, HashMap<String, f64>> = HashMap::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() < 3 {
+            if line.trim().is_empty() {
+                continue;
+            }
+            return Err(Error::Eval(format!(
+                "{}:{}: expected query-id, corpus-id, score",
+                path.display(),
+                i + 1
+            )));
+        }
+        let score: f64 = cols[2]
+            .trim()
+            .parse()
+            .map_err(|e| Error::Eval(format!("{}:{}: {e}", path.display(), i + 1)))?;
+        if score > 0.0 {
+            out.entry(cols[0].to_string())
+                .or_default()
+                .insert(cols[1].to_string(), score);
+        }
+    }
+    Ok(out)
+}
+
+/// Scores one ranked list: (nDCG@10, Recall@10, MRR@10).
+pub fn score(ranked: &[String], relevant: &HashMap<String, f64>) -> (f64, f64, f64) {
+    let top = &ranked[..ranked.len().min(CUTOFF)];
+    let dcg: f64 = top
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            relevant
+                .get(d)
+                .map(|g| (2f64.powf(*g) - 1.0) / ((i + 2) as f64).log2())
+                .unwrap_or(0.0)
+        })
+        .sum();
+    let mut ideal: Vec<f64> = relevant.values().copied().collect();
+    ideal.sort_by(|a, b| b.total_cmp(a));
+    let idcg: f64 = ideal
+        .iter()
+        .take(CUTOFF)
+        .enumerate()
+        .map(|(i, g)| (2f64.powf(*g) - 1.0) / ((i + 2) as f64).log2())
+        .sum();
+    let found = top.iter().filter(|d| relevant.contains_key(*d)).count();
+    let mrr = top
+        .iter()
+        .position(|d| relevant.contains_key(d))
+        .map(|p| 1.0 / (p + 1) as f64)
+        .unwrap_or(0.0);
+    (
+        if idcg > 0.0 { dcg / idcg } else { 0.0 },
+        found as f64 / relevant.len().max(1) as f64,
+        mrr,
+    )
+}
+
+/// BM25 over the same documents, in an in-memory SQLite FTS5 table.
+struct Bm25 {
+    conn: rusqlite::Connection,
+}
+
+impl Bm25 {
+    fn new(docs: &[(String, String, String)]) -> Result<Bm25> {
+        let conn = rusqlite::Connection::open_in_memory()?;
+        conn.execute_batch("CREATE VIRTUAL TABLE docs USING fts5(id UNINDEXED, title, body, tokenize = 'porter unicode61')")?;
+        {
+            let mut insert =
+                conn.prepare("INSERT INTO docs (id, title, body) VALUES (?1, ?2, ?3)")?;
+            for (id, title, body) in docs {
+                insert.execute([id, title, body])?;
+            }
+        }
+        Ok(Bm25 { conn })
+    }
+
+    fn search(&self, query: &str) -> Result<Vec<String>> {
+        let terms: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|t| t.len() > 1)
+            .map(|t| format!("\"{}\"", t.to_lowercase()))
+            .collect();
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id FROM docs WHERE docs MATCH ?1 ORDER BY bm25(docs) LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(rusqlite::params![terms.join(" OR "), CUTOFF as i64], |r| {
+            r.get(0)
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+    }
+}
+
+/// Runs the evaluation in a temporary library under `work`.
+pub fn run(
+    dir: &Path,
+    config: LibraryConfig,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<EvalReport> {
+    let work = &config.dir;
+    let corpus_dir = work.join("corpus");
+    std::fs::create_dir_all(&corpus_dir).map_err(|e| Error::io(&corpus_dir, e))?;
+    // source path → corpus id; and (id, title, body) for BM25.
+    let mut ids: HashMap<String, String> = HashMap::new();
+    let mut sources: Vec<Source> = Vec::new();
+    let mut bm25_docs: Vec<(String, String, String)> = Vec::new();
+    let jsonl = dir.join("corpus.jsonl");
+    if jsonl.exists() {
+        for (i, d) in read_jsonl::<CorpusLine>(&jsonl)?.into_iter().enumerate() {
+            let path = corpus_dir.join(format!("{i:06}.md"));
+            let body = if d.title.is_empty() {
+                d.text.clone()
+            } else {
+                format!("# {}\n\n{}", d.title.trim(), d.text)
+            };
+            std::fs::write(&path, body).map_err(|e| Error::io(&path, e))?;
+            ids.insert(path.display().to_string(), d.id.clone());
+            bm25_docs.push((d.id, d.title, d.text));
+            sources.push(Source::File(path));
+        }
+    } else {
+        let root = std::path::absolute(dir.join("corpus")).map_err(|e| Error::io(dir, e))?;
+        if !root.is_dir() {
+            return Err(Error::Eval(format!(
+                "{} has neither corpus.jsonl nor a corpus/ folder",
+                dir.display()
+            )));
+        }
+        let (found, _) = crate::ingest::expand(&[root.display().to_string()]);
+        for s in found {
+            let Source::File(path) = &s else { continue };
+            let id = path
+                .strip_prefix(&root)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            let extracted =
+                crate::extract::extract(&name, &text, crate::extract::Kind::detect(path, &text))
+                    .map_err(|r| Error::Eval(format!("{}: {r}", path.display())))?;
+            bm25_docs.push((id.clone(), extracted.title.clone(), extracted.body()));
+            ids.insert(path.display().to_string(), id);
+            sources.push(s);
+        }
+    }
+    let queries: Vec<QueryLine> = read_jsonl(&dir.join("queries.jsonl"))?;
+    let qrels = read_qrels(&dir.join("qrels.tsv"))?;
+
+    let mut lib = Library::open(config.clone())?;
+    let report = lib.add_sources(&sources, Vec::new(), progress)?;
+    if !report.failed.is_empty() {
+        return Err(Error::Eval(format!(
+            "{} documents failed to ingest, first: {} ({})",
+            report.failed.len(),
+            report.failed[0].source,
+            report.failed[0].reason
+        )));
+    }
+    // Library doc id → corpus id (every location of a shared content).
+    let doc_ids: HashMap<i64, String> = lib
+        .list()?
+        .into_iter()
+        .filter_map(|d| ids.get(&d.source).map(|c| (d.id, c.clone())))
+        .collect();
+    let bm25 = Bm25::new(&bm25_docs)?;
+
+    let mut per_query = BTreeMap::new();
+    let (mut subject, mut topic, mut base) =
+        (Metrics::default(), Metrics::default(), Metrics::default());
+    let (mut subject_states, mut topic_states) = (BTreeMap::new(), BTreeMap::new());
+    let mut relevant_queries = 0;
+    let total = queries.len();
+    for (n, q) in queries.iter().enumerate() {
+        progress(&Progress {
+            done: n,
+            total,
+            current: format!("query {}", q.id),
+            failed: 0,
+        });
+        let r = lib.match_query(&q.text, CUTOFF)?;
+        let expand = |locs: &[crate::lanes::Location]| -> Vec<String> {
+            locs.iter()
+                .filter_map(|l| doc_ids.get(&l.doc).cloned())
+                .collect()
+        };
+        let subject_docs: Vec<String> = r
+            .subject
+            .hits()
+            .iter()
+            .flat_map(|h| expand(&h.locations))
+            .collect();
+        let topic_docs: Vec<String> = r
+            .topic
+            .hits()
+            .iter()
+            .flat_map(|h| expand(&h.locations))
+            .collect();
+        let bm25_docs = bm25.search(&q.text)?;
+        *subject_states
+            .entry(r.subject.state().to_string())
+            .or_insert(0) += 1;
+        *topic_states.entry(r.topic.state().to_string()).or_insert(0) += 1;
+        let noise = !qrels.contains_key(&q.id);
+        if noise {
+            subject.noise_leaks += r.subject.has_ready_hits() as usize;
+            topic.noise_leaks += r.topic.has_ready_hits() as usize;
+            base.noise_leaks += !bm25_docs.is_empty() as usize;
+        } else {
+            relevant_queries += 1;
+            let rel = &qrels[&q.id];
+            for (m, ranked) in [
+                (&mut subject, &subject_docs),
+                (&mut topic, &topic_docs),
+                (&mut base, &bm25_docs),
+            ] {
+                let (ndcg, recall, mrr) = score(ranked, rel);
+                m.ndcg_at_10 += ndcg;
+                m.recall_at_10 += recall;
+                m.mrr_at_10 += mrr;
+            }
+        }
+        per_query.insert(
+            q.id.clone(),
+            QueryResult {
+                subject: LaneRanking {
+                    state: r.subject.state().into(),
+                    docs: subject_docs,
+                },
+                topic: LaneRanking {
+                    state: r.topic.state().into(),
+                    docs: topic_docs,
+                },
+                bm25: bm25_docs,
+                noise,
+            },
+        );
+    }
+    for m in [&mut subject, &mut topic, &mut base] {
+        let n = relevant_queries.max(1) as f64;
+        m.ndcg_at_10 /= n;
+        m.recall_at_10 /= n;
+        m.mrr_at_10 /= n;
+    }
+    Ok(EvalReport {
+        dataset: dir.display().to_string(),
+        documents: sources.len(),
+        queries: total,
+        relevant_queries,
+        noise_queries: total - relevant_queries,
+        subject,
+        topic,
+        bm25: base,
+        subject_states,
+        topic_states,
+        per_query,
+    })
+}
+
+/// A fresh temporary folder for an evaluation library.
+pub fn scratch_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "carrel-eval-{}-{}",
+        std::process::id(),
+        crate::store::now()
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_match_hand_computed_values() {
+        let rel: HashMap<String, f64> = [("a".to_string(), 1.0), ("b".to_string(), 1.0)].into();
+        let ranked = vec![
+            "x".to_string(),
+            "a".to_string(),
+            "y".to_string(),
+            "b".to_string(),
+        ];
+        let (ndcg, recall, mrr) = score(&ranked, &rel);
+        let dcg = 1.0 / 3f64.log2() + 1.0 / 5f64.log2();
+        let idcg = 1.0 + 1.0 / 3f64.log2();
+        assert!((ndcg - dcg / idcg).abs() < 1e-9);
+        assert_eq!((recall, mrr), (1.0, 0.5));
+        assert_eq!(score(&[], &rel), (0.0, 0.0, 0.0));
+    }
+}

@@ -1,0 +1,253 @@
+//! The two retrieval lanes. They answer different questions and are never
+//! sorted together:
+//!
+//! - [`subject`]: "is this document what you are asking ABOUT?" Cosine over
+//!   cards decides eligibility (and is the number shown); a cross-encoder
+//!   orders the eligible cards and has its own admission floor.
+//! - [`topic`]: "does this document DISCUSS it?" The best passage per document
+//!   by vector search, then a heading veto.
+//!
+//! [`assemble`] is the one place that turns each lane's run into a
+//! [`LaneOutcome`], including the rule for weak fallbacks.
+
+pub mod log;
+pub mod outcome;
+pub mod score;
+pub mod subject;
+pub mod terms;
+pub mod topic;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use outcome::LaneOutcome;
+pub use score::{Cosine, Floor, RerankLogit, ScorerId, ScorerKind};
+
+/// Chunks fetched by KNN before taking the best passage per document; wide
+/// enough that a long document's many passages do not crowd out the rest.
+pub const TOPIC_CANDIDATES: usize = 100;
+/// Cards fetched by KNN for the subject lane. Rank 31–40 stays visible to the
+/// cross-encoder, which may promote it.
+pub const SUBJECT_CANDIDATES: usize = 40;
+/// The cross-encoder's time budget per query; past it the lane is
+/// unavailable (never silently cosine-ordered).
+pub const RERANK_BUDGET: Duration = Duration::from_secs(3);
+
+/// A document that holds a hit. Documents sharing one content are one hit
+/// with several locations.
+#[derive(Debug, Clone, Serialize)]
+pub struct Location {
+    pub doc: i64,
+    pub title: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SubjectHit {
+    pub doc: i64,
+    pub title: String,
+    pub locations: Vec<Location>,
+    pub cosine: Cosine,
+    pub rerank: Option<RerankLogit>,
+    /// The scorer that decided this hit's place: the cross-encoder for
+    /// admitted hits, cosine for weak ones.
+    pub scorer: ScorerId,
+    /// True only when the order came from a calibrated cross-encoder score.
+    pub calibrated: bool,
+    /// The card's `what:` line.
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TopicHit {
+    pub doc: i64,
+    pub title: String,
+    pub locations: Vec<Location>,
+    pub chunk: i64,
+    pub heading_path: Vec<String>,
+    pub passage: String,
+    pub page: Option<u32>,
+    pub cosine: Cosine,
+    pub scorer: ScorerId,
+}
+
+/// Why a candidate was or was not admitted. The debug pane and the log show
+/// these, from the same functions retrieval runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Admitted,
+    /// Under the cosine gate: not even a weak candidate.
+    BelowGate,
+    /// Under the lane's cosine floor: weak fallback at most.
+    BelowCosineFloor,
+    /// Eligible by cosine, refused by the cross-encoder's floor.
+    BelowRerankFloor,
+    /// The passage's headings and title do not mention the query.
+    Vetoed,
+    /// Eligible, but the cross-encoder could not run: suppressed.
+    RerankerUnavailable,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    pub doc: i64,
+    pub title: String,
+    pub cosine: Cosine,
+    pub rerank: Option<RerankLogit>,
+    pub heading_path: Option<Vec<String>>,
+    pub decision: Decision,
+}
+
+/// A query as both lanes see it: its text, its embedding, and how many hits
+/// to return per lane.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneQuery<'a> {
+    pub text: &'a str,
+    pub vector: &'a [f32],
+    pub top_k: usize,
+}
+
+/// Every document whose content is `content_id`, oldest first.
+pub(crate) fn locations(
+    store: &crate::store::Store,
+    content_id: i64,
+) -> crate::Result<Vec<Location>> {
+    let mut stmt = store.conn.prepare_cached(
+        "SELECT id, title, source FROM documents WHERE content_id = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map([content_id], |r| {
+        Ok(Location {
+            doc: r.get(0)?,
+            title: r.get(1)?,
+            source: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Why a lane produced no list at all.
+#[derive(Debug, Clone)]
+pub enum Unready {
+    Unavailable(String),
+    Failed(String),
+}
+
+/// One lane's raw run, before [`assemble`].
+#[derive(Debug, Clone)]
+pub struct LaneRun<H> {
+    pub admitted: Result<Vec<H>, Unready>,
+    pub weak: Vec<H>,
+    pub candidates: Vec<Candidate>,
+}
+
+impl<H> LaneRun<H> {
+    pub fn has_admitted(&self) -> bool {
+        matches!(&self.admitted, Ok(h) if !h.is_empty())
+    }
+
+    pub fn unready(u: Unready) -> Self {
+        LaneRun {
+            admitted: Err(u),
+            weak: Vec::new(),
+            candidates: Vec::new(),
+        }
+    }
+}
+
+/// Turns both lanes' runs into outcomes. Sub-floor hits survive only as
+/// `Weak`, and only when neither lane has an admitted hit.
+pub fn assemble(
+    subject: &LaneRun<SubjectHit>,
+    topic: &LaneRun<TopicHit>,
+) -> (LaneOutcome<SubjectHit>, LaneOutcome<TopicHit>) {
+    let any_real = subject.has_admitted() || topic.has_admitted();
+    (one(subject, any_real), one(topic, any_real))
+}
+
+fn one<H: Clone>(run: &LaneRun<H>, any_real: bool) -> LaneOutcome<H> {
+    match &run.admitted {
+        Err(Unready::Unavailable(reason)) => LaneOutcome::Unavailable {
+            reason: reason.clone(),
+        },
+        Err(Unready::Failed(reason)) => LaneOutcome::Failed(reason.clone()),
+        Ok(hits) if !hits.is_empty() => LaneOutcome::Ready(hits.clone()),
+        Ok(_) if !any_real && !run.weak.is_empty() => LaneOutcome::Weak(run.weak.clone()),
+        Ok(_) => LaneOutcome::Ready(Vec::new()),
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Explain {
+    pub subject: Vec<Candidate>,
+    pub topic: Vec<Candidate>,
+    /// True when no card reached the cosine floor, so the cross-encoder was
+    /// not run.
+    pub reranker_skipped_by_gate: bool,
+    pub vetoed: usize,
+    pub embed_ms: f64,
+    pub subject_ms: f64,
+    pub topic_ms: f64,
+}
+
+/// The answer to one query: two lanes, never merged.
+#[derive(Debug, Clone)]
+pub struct MatchResponse {
+    pub query: String,
+    pub subject: LaneOutcome<SubjectHit>,
+    pub topic: LaneOutcome<TopicHit>,
+    pub explain: Explain,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(doc: i64) -> TopicHit {
+        TopicHit {
+            doc,
+            title: String::new(),
+            locations: Vec::new(),
+            chunk: 0,
+            heading_path: Vec::new(),
+            passage: String::new(),
+            page: None,
+            cosine: Cosine(0.1),
+            scorer: ScorerId {
+                kind: ScorerKind::Cosine,
+                model: "m".into(),
+            },
+        }
+    }
+
+    fn run<H>(admitted: Result<Vec<H>, Unready>, weak: Vec<H>) -> LaneRun<H> {
+        LaneRun {
+            admitted,
+            weak,
+            candidates: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn weak_hits_show_only_when_no_lane_has_real_ones() {
+        let subject: LaneRun<SubjectHit> = run(Ok(vec![]), vec![]);
+        let (s, t) = assemble(&subject, &run(Ok(vec![]), vec![hit(1)]));
+        assert_eq!((s.state(), t.state()), ("ready", "weak"));
+        assert!(s.hits().is_empty());
+
+        let (_, t) = assemble(&subject, &run(Ok(vec![hit(2)]), vec![hit(1)]));
+        assert_eq!(t.state(), "ready");
+        assert_eq!(t.hits()[0].doc, 2);
+    }
+
+    #[test]
+    fn an_unavailable_lane_says_so_and_keeps_the_other_real() {
+        let subject: LaneRun<SubjectHit> =
+            LaneRun::unready(Unready::Unavailable("no cross-encoder".into()));
+        let (s, t) = assemble(&subject, &run(Ok(vec![]), vec![hit(1)]));
+        assert_eq!(s.state(), "unavailable");
+        assert_eq!(s.reason(), Some("no cross-encoder"));
+        assert_eq!(t.state(), "weak", "an unavailable lane is not a real hit");
+    }
+}

@@ -1,0 +1,212 @@
+//! The subject lane: "is this document what the query is ABOUT?"
+//!
+//! 1. Cosine between the query and each card decides eligibility, and is the
+//!    number shown. Below [`SUBJECT_GATE`] a card is not even a candidate; if
+//!    no card reaches [`SUBJECT_FLOOR`], the cross-encoder is not run at all.
+//! 2. The cross-encoder orders the eligible cards and admits those at or over
+//!    [`RERANK_FLOOR`], a floor on its own scale.
+//! 3. If the cross-encoder cannot run (missing, failed to load, failed at run
+//!    time, over its time budget), eligible cards are suppressed and the lane
+//!    is unavailable with the reason. It never falls back to raw cosine.
+
+use std::time::Instant;
+
+use super::score::{Cosine, Floor, RerankLogit, ScorerId, ScorerKind};
+use super::{
+    Candidate, Decision, LaneQuery, LaneRun, SUBJECT_CANDIDATES, SubjectHit, Unready, locations,
+};
+use crate::error::Result;
+use crate::models::Reranker;
+use crate::store::{Store, vector_blob};
+
+/// Cards under this cosine are not candidates at all, not even weak ones.
+/// Below every floor, so ordinary browsing never pays for the reranker.
+pub const SUBJECT_GATE: Cosine = Cosine(0.15);
+
+/// Cosine eligibility floor, query vs card (all-MiniLM-L6-v2). On
+/// fixtures/labelled the relevant card scored 0.260–0.710 (n=26) and the best
+/// card for a noise query 0.096–0.387 (n=13): the populations overlap, as in
+/// the background measurements (0.553–0.845 against 0.455–0.686), so this
+/// floor only keeps every relevant card eligible (26 of 26 at 0.25) and bounds
+/// the cross-encoder's work; its own floor keeps noise out.
+pub const SUBJECT_FLOOR: Floor<Cosine> = Floor::new(
+    Cosine(0.25),
+    "fixtures/labelled: relevant card 0.260–0.710 (n=26), noise best 0.096–0.387 (n=13)",
+);
+
+/// Cross-encoder admission floor, on its logit scale. Provisional until a
+/// cross-encoder ships (issue 8) and is calibrated on fixtures/labelled.
+pub const RERANK_FLOOR: Floor<RerankLogit> = Floor::new(
+    RerankLogit(0.0),
+    "provisional: no cross-encoder calibrated yet",
+);
+
+/// Where the lane gets its cross-encoder: a loaded one, or why there is none.
+pub type RerankerAccess<'a> = std::result::Result<&'a mut dyn Reranker, String>;
+
+/// Runs the lane. Returns the run and whether the gate skipped the
+/// cross-encoder (no card reached the cosine floor).
+pub fn run<'a>(
+    store: &Store,
+    q: &LaneQuery<'_>,
+    fingerprint: &str,
+    model: &str,
+    reranker: impl FnOnce() -> RerankerAccess<'a>,
+    budget: std::time::Duration,
+) -> Result<(LaneRun<SubjectHit>, bool)> {
+    let (query, query_vec, top_k) = (q.text, q.vector, q.top_k);
+    let mut stmt = store.conn.prepare_cached(
+        "SELECT v.content_id, v.distance, c.text, c.what
+         FROM card_vectors v JOIN cards c ON c.content_id = v.content_id
+         WHERE v.embedding MATCH ?1 AND k = ?2 AND v.fingerprint = ?3
+         ORDER BY v.distance",
+    )?;
+    let rows = stmt.query_map(
+        rusqlite::params![
+            vector_blob(query_vec),
+            SUBJECT_CANDIDATES as i64,
+            fingerprint
+        ],
+        |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, f32>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        },
+    )?;
+    let cosine_scorer = ScorerId {
+        kind: ScorerKind::Cosine,
+        model: model.to_string(),
+    };
+    let mut candidates = Vec::new();
+    let mut eligible = Vec::new();
+    let mut weak = Vec::new();
+    for row in rows {
+        let (content, distance, card_text, what) = row?;
+        let cosine = Cosine::from_distance(distance);
+        let locs = locations(store, content)?;
+        let Some(first) = locs.first().cloned() else {
+            continue;
+        };
+        let decision = if cosine < SUBJECT_GATE {
+            Decision::BelowGate
+        } else if SUBJECT_FLOOR.admits(cosine) {
+            Decision::Admitted // provisional: the cross-encoder decides below
+        } else {
+            Decision::BelowCosineFloor
+        };
+        candidates.push(Candidate {
+            doc: first.doc,
+            title: first.title.clone(),
+            cosine,
+            rerank: None,
+            heading_path: None,
+            decision,
+        });
+        let hit = SubjectHit {
+            doc: first.doc,
+            title: first.title,
+            locations: locs,
+            cosine,
+            rerank: None,
+            scorer: cosine_scorer.clone(),
+            calibrated: false,
+            why: what,
+        };
+        match decision {
+            Decision::Admitted => eligible.push((hit, card_text, candidates.len() - 1)),
+            Decision::BelowCosineFloor if weak.len() < top_k => weak.push(hit),
+            _ => {}
+        }
+    }
+    if eligible.is_empty() {
+        // The gate: nothing could be admitted, so the cross-encoder is not run.
+        return Ok((
+            LaneRun {
+                admitted: Ok(Vec::new()),
+                weak,
+                candidates,
+            },
+            true,
+        ));
+    }
+    let suppress = |candidates: &mut Vec<Candidate>,
+                    eligible: &[(SubjectHit, String, usize)],
+                    reason: String| {
+        for (_, _, i) in eligible {
+            candidates[*i].decision = Decision::RerankerUnavailable;
+        }
+        LaneRun {
+            admitted: Err(Unready::Unavailable(reason)),
+            weak: Vec::new(),
+            candidates: std::mem::take(candidates),
+        }
+    };
+    let reranker = match reranker() {
+        Ok(r) => r,
+        Err(reason) => return Ok((suppress(&mut candidates, &eligible, reason), false)),
+    };
+    let texts: Vec<&str> = eligible.iter().map(|(_, t, _)| t.as_str()).collect();
+    let started = Instant::now();
+    let scores = match reranker.rerank(query, &texts) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok((
+                suppress(
+                    &mut candidates,
+                    &eligible,
+                    format!("the cross-encoder failed at run time: {e}"),
+                ),
+                false,
+            ));
+        }
+    };
+    let elapsed = started.elapsed();
+    if elapsed > budget {
+        let reason = format!(
+            "the cross-encoder took {} ms, over its {} ms budget; results suppressed rather than shown uncalibrated",
+            elapsed.as_millis(),
+            budget.as_millis()
+        );
+        return Ok((suppress(&mut candidates, &eligible, reason), false));
+    }
+    if scores.len() != texts.len() || scores.iter().any(|s| !s.is_finite()) {
+        let reason = "the cross-encoder returned no usable score for some cards".to_string();
+        return Ok((suppress(&mut candidates, &eligible, reason), false));
+    }
+    let ce_scorer = ScorerId {
+        kind: ScorerKind::CrossEncoder,
+        model: reranker.model_id().to_string(),
+    };
+    let mut admitted = Vec::new();
+    for ((mut hit, _, i), score) in eligible.into_iter().zip(scores) {
+        let logit = RerankLogit(score);
+        hit.rerank = Some(logit);
+        candidates[i].rerank = Some(logit);
+        if RERANK_FLOOR.admits(logit) {
+            hit.scorer = ce_scorer.clone();
+            hit.calibrated = true;
+            admitted.push(hit);
+        } else {
+            candidates[i].decision = Decision::BelowRerankFloor;
+            weak.push(hit);
+        }
+    }
+    admitted.sort_by(|a, b| {
+        b.rerank
+            .partial_cmp(&a.rerank)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    admitted.truncate(top_k);
+    weak.truncate(top_k);
+    Ok((
+        LaneRun {
+            admitted: Ok(admitted),
+            weak,
+            candidates,
+        },
+        false,
+    ))
+}

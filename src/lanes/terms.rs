@@ -1,0 +1,61 @@
+//! The heading veto's notion of "mentions": the query's content words,
+//! Snowball-stemmed, against the stemmed words of a passage's heading path and
+//! its document's title. "Starters" mentions "starter"; "start" does not
+//! mention "starter" (different stems), which is the point of the veto.
+
+use std::collections::HashSet;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// Function words that never count as a mention.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "with", "by", "from",
+    "about", "is", "are", "was", "were", "be", "been", "how", "what", "which", "who", "whom",
+    "why", "when", "where", "do", "does", "did", "i", "you", "we", "my", "your", "our", "it",
+    "its", "this", "that", "these", "those", "as", "into", "can", "should", "would", "could",
+    "will", "there", "their", "any", "some", "all", "not", "no", "me", "us", "than", "then", "so",
+    "if", "vs", "versus", "using", "use", "get", "make", "much", "many",
+];
+
+/// Stemmed content terms of a text.
+pub fn stems(text: &str) -> HashSet<String> {
+    let stemmer = Stemmer::create(Algorithm::English);
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .map(|w| stemmer.stem(&w).into_owned())
+        .collect()
+}
+
+/// True when any content term of the query appears in the heading path or
+/// title. A query with no content terms (only stopwords) mentions nothing.
+pub fn mentions(query: &HashSet<String>, heading_path: &[String], title: &str) -> bool {
+    if query.is_empty() {
+        return false;
+    }
+    let mut context = stems(title);
+    for h in heading_path {
+        context.extend(stems(h));
+    }
+    query.iter().any(|q| context.contains(q))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inflections_mention_and_collisions_do_not() {
+        let q = stems("how do I feed sourdough starters");
+        assert!(mentions(
+            &q,
+            &["Sourdough Starter".into(), "Feeding".into()],
+            ""
+        ));
+        let q = stems("starter home mortgage rates");
+        assert!(!mentions(&q, &["Getting Started".into()], "Lathe basics"));
+        assert!(mentions(&q, &[], "Starter Home Mortgage Rates Explained"));
+        assert!(!mentions(&stems("how is the"), &["How it is".into()], ""));
+    }
+}

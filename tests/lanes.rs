@@ -1,0 +1,235 @@
+//! The two lanes on the project's labelled set, with the real embedder. The
+//! cross-encoder is exercised for real where it can be (missing, unloadable,
+//! failing at run time) and through the `Reranker` seam for the paths a real
+//! model cannot be made to take on demand (too slow, no score).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use carrel::lanes::{Decision, MatchResponse};
+use carrel::models::{ModelConfig, Reranker};
+use carrel::{Library, LibraryConfig};
+use common::*;
+
+/// Scores cards by a fixed rule, optionally slowly or with no score.
+struct Fake {
+    sleep: Duration,
+    nan: bool,
+}
+
+impl Reranker for Fake {
+    fn model_id(&self) -> &str {
+        "fake@test"
+    }
+    fn rerank(&mut self, _query: &str, documents: &[&str]) -> carrel::Result<Vec<f32>> {
+        std::thread::sleep(self.sleep);
+        // Longer cards score higher: an order unrelated to cosine.
+        Ok(documents
+            .iter()
+            .map(|d| {
+                if self.nan {
+                    f32::NAN
+                } else {
+                    d.len() as f32 / 100.0 - 3.0
+                }
+            })
+            .collect())
+    }
+}
+
+fn labelled_library(models: ModelConfig, budget: Duration) -> (tempfile::TempDir, Library) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = LibraryConfig::new(dir.path().to_path_buf(), models);
+    config.rerank_budget = budget;
+    let mut lib = Library::open(config).unwrap();
+    let r = lib
+        .add(&[s(fixtures().join("labelled/corpus"))], &mut |_| {})
+        .unwrap();
+    assert_eq!(r.added, 13);
+    (dir, lib)
+}
+
+fn eligible(r: &MatchResponse, decisions: &[Decision]) -> BTreeSet<i64> {
+    r.explain
+        .subject
+        .iter()
+        .filter(|c| decisions.contains(&c.decision))
+        .map(|c| c.doc)
+        .collect()
+}
+
+const QUERY: &str = "how to begin a sourdough starter";
+
+/// A models folder that shares the real runtime and embedder but has the
+/// given files as its cross-encoder.
+fn models_with_reranker(root: &Path, onnx: &[u8]) -> ModelConfig {
+    let real = models_dir();
+    for sub in ["onnxruntime", carrel::models::EMBEDDER_NAME] {
+        std::os::unix::fs::symlink(real.join(sub), root.join(sub)).unwrap();
+    }
+    let rr = root.join("reranker");
+    std::fs::create_dir_all(&rr).unwrap();
+    std::fs::write(rr.join("model.onnx"), onnx).unwrap();
+    for f in [
+        "tokenizer.json",
+        "config.json",
+        "special_tokens_map.json",
+        "tokenizer_config.json",
+    ] {
+        std::fs::copy(real.join(carrel::models::EMBEDDER_NAME).join(f), rr.join(f)).unwrap();
+    }
+    ModelConfig::new(root.to_path_buf())
+}
+
+#[test]
+fn every_reranker_failure_suppresses_the_lane_and_says_why_without_changing_eligibility() {
+    // A working cross-encoder (through the seam) defines the eligible set.
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    lib.set_reranker(Box::new(Fake {
+        sleep: Duration::ZERO,
+        nan: false,
+    }));
+    let working = lib.match_query(QUERY, 10).unwrap();
+    let eligible_ok = eligible(&working, &[Decision::Admitted, Decision::BelowRerankFloor]);
+    assert!(!eligible_ok.is_empty());
+    assert_eq!(working.subject.state(), "ready");
+
+    let check = |r: &MatchResponse, reason: &str| {
+        assert_eq!(r.subject.state(), "unavailable", "{reason}");
+        assert!(r.subject.hits().is_empty(), "suppressed, never raw cosine");
+        let why = r.subject.reason().unwrap();
+        assert!(why.contains(reason), "expected `{reason}` in `{why}`");
+        assert_eq!(
+            eligible(r, &[Decision::RerankerUnavailable]),
+            eligible_ok,
+            "eligibility is cosine's alone"
+        );
+        assert!(r.topic.has_ready_hits(), "the topic lane is unaffected");
+    };
+
+    // Missing: the real loader finds no model.
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    check(
+        &lib.match_query(QUERY, 10).unwrap(),
+        "no cross-encoder is installed",
+    );
+
+    // Fails to load: garbage where the ONNX file should be.
+    let root = tempfile::tempdir().unwrap();
+    let (_d, mut lib) = labelled_library(
+        models_with_reranker(root.path(), b"not an onnx model"),
+        Duration::from_secs(30),
+    );
+    check(&lib.match_query(QUERY, 10).unwrap(), "failed to load");
+
+    // Fails at run time: a real ONNX model that has no `logits` output.
+    let root = tempfile::tempdir().unwrap();
+    let embedder = std::fs::read(
+        models_dir()
+            .join(carrel::models::EMBEDDER_NAME)
+            .join("model.onnx"),
+    )
+    .unwrap();
+    let (_d, mut lib) = labelled_library(
+        models_with_reranker(root.path(), &embedder),
+        Duration::from_secs(30),
+    );
+    let r = lib.match_query(QUERY, 10).unwrap();
+    let why = r.subject.reason().unwrap_or_default().to_string();
+    assert!(
+        why.contains("failed at run time") || why.contains("failed to load"),
+        "{why}"
+    );
+    check(&r, "cross-encoder");
+
+    // Over its time budget.
+    let (_d, mut lib) = labelled_library(models(), Duration::from_millis(1));
+    lib.set_reranker(Box::new(Fake {
+        sleep: Duration::from_millis(20),
+        nan: false,
+    }));
+    check(&lib.match_query(QUERY, 10).unwrap(), "over its 1 ms budget");
+
+    // No usable score.
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    lib.set_reranker(Box::new(Fake {
+        sleep: Duration::ZERO,
+        nan: true,
+    }));
+    check(&lib.match_query(QUERY, 10).unwrap(), "no usable score");
+}
+
+#[test]
+fn the_cross_encoder_orders_but_cosine_is_the_number_shown() {
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    lib.set_reranker(Box::new(Fake {
+        sleep: Duration::ZERO,
+        nan: false,
+    }));
+    let r = lib
+        .match_query("keeping a starter culture healthy", 10)
+        .unwrap();
+    let hits = r.subject.hits();
+    assert!(!hits.is_empty());
+    for pair in hits.windows(2) {
+        assert!(
+            pair[0].rerank >= pair[1].rerank,
+            "ordered by the cross-encoder"
+        );
+    }
+    for h in hits {
+        let c = r.explain.subject.iter().find(|c| c.doc == h.doc).unwrap();
+        assert_eq!(h.cosine, c.cosine, "the shown number is the card cosine");
+        assert!(h.calibrated);
+        assert_eq!(h.scorer.to_string(), "cross-encoder:fake@test");
+    }
+    // Every decision is in the log with the scorer that made its number.
+    let log = lib.log(200).unwrap();
+    let n = r.explain.subject.len() + r.explain.topic.len();
+    assert_eq!(log.len(), n);
+    assert!(
+        log.iter()
+            .any(|e| e.scale == "rerank_logit" && e.scorer == "cross-encoder:fake@test")
+    );
+    assert!(
+        log.iter()
+            .filter(|e| e.lane == "topic")
+            .all(|e| e.scale == "cosine" && e.scorer.starts_with("cosine:"))
+    );
+}
+
+#[test]
+fn labelled_set_has_no_subject_noise_leaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = carrel::eval::run(
+        &fixtures().join("labelled"),
+        LibraryConfig::new(dir.path().to_path_buf(), models()),
+        &mut |_| {},
+    )
+    .unwrap();
+    eprintln!(
+        "labelled: subject nDCG {:.3} leaks {}; topic nDCG {:.3} recall {:.3} leaks {}; bm25 nDCG {:.3} leaks {}",
+        report.subject.ndcg_at_10,
+        report.subject.noise_leaks,
+        report.topic.ndcg_at_10,
+        report.topic.recall_at_10,
+        report.topic.noise_leaks,
+        report.bm25.ndcg_at_10,
+        report.bm25.noise_leaks
+    );
+    assert_eq!((report.queries, report.noise_queries), (39, 13));
+    assert_eq!(
+        report.subject.noise_leaks, 0,
+        "the subject lane must not admit noise"
+    );
+    assert!(
+        report.topic.recall_at_10 >= 0.9,
+        "topic recall {}",
+        report.topic.recall_at_10
+    );
+    assert_eq!(report.per_query.len(), 39);
+    assert_eq!(report.per_query["r01"].bm25[0], "sourdough-starter.md");
+}
