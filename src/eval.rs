@@ -59,6 +59,28 @@ pub struct QueryResult {
     pub noise: bool,
 }
 
+/// Query latency in milliseconds over every query of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    /// The first query on a freshly opened library: model load included.
+    pub cold_first_query_ms: f64,
+    pub embed_p50_ms: f64,
+    pub embed_p95_ms: f64,
+    pub subject_p50_ms: f64,
+    pub subject_p95_ms: f64,
+    pub topic_p50_ms: f64,
+    pub topic_p95_ms: f64,
+}
+
+fn percentile(values: &[f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct EvalReport {
     pub dataset: String,
@@ -72,6 +94,7 @@ pub struct EvalReport {
     /// Subject-lane states over all queries (ready / weak / unavailable / failed).
     pub subject_states: BTreeMap<String, usize>,
     pub topic_states: BTreeMap<String, usize>,
+    pub latency: Latency,
     pub per_query: BTreeMap<String, QueryResult>,
 }
 
@@ -264,6 +287,11 @@ pub fn run(
         .filter_map(|d| ids.get(&d.source).map(|c| (d.id, c.clone())))
         .collect();
     let bm25 = Bm25::new(&bm25_docs)?;
+    // Reopen, so the first query pays what a user's first query pays.
+    drop(lib);
+    let mut lib = Library::open(config)?;
+    let (mut embed_ms, mut subject_ms, mut topic_ms) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cold_first_query_ms = 0.0;
 
     let mut per_query = BTreeMap::new();
     let (mut subject, mut topic, mut base) =
@@ -278,7 +306,15 @@ pub fn run(
             current: format!("query {}", q.id),
             failed: 0,
         });
+        let started = std::time::Instant::now();
         let r = lib.match_query(&q.text, CUTOFF)?;
+        if n == 0 {
+            cold_first_query_ms = started.elapsed().as_secs_f64() * 1000.0;
+        } else {
+            embed_ms.push(r.explain.embed_ms);
+            subject_ms.push(r.explain.subject_ms);
+            topic_ms.push(r.explain.topic_ms);
+        }
         let expand = |locs: &[crate::lanes::Location]| -> Vec<String> {
             locs.iter()
                 .filter_map(|l| doc_ids.get(&l.doc).cloned())
@@ -353,6 +389,15 @@ pub fn run(
         bm25: base,
         subject_states,
         topic_states,
+        latency: Latency {
+            cold_first_query_ms,
+            embed_p50_ms: percentile(&embed_ms, 0.5),
+            embed_p95_ms: percentile(&embed_ms, 0.95),
+            subject_p50_ms: percentile(&subject_ms, 0.5),
+            subject_p95_ms: percentile(&subject_ms, 0.95),
+            topic_p50_ms: percentile(&topic_ms, 0.5),
+            topic_p95_ms: percentile(&topic_ms, 0.95),
+        },
         per_query,
     })
 }

@@ -80,6 +80,7 @@ pub struct Library {
     config: LibraryConfig,
     embedder: Option<Box<dyn Embedder>>,
     reranker: RerankerSlot,
+    cache: lanes::Cache,
 }
 
 /// The subject lane's cross-encoder: not yet looked for, loaded, or the
@@ -166,6 +167,7 @@ impl Library {
             config,
             embedder: None,
             reranker: RerankerSlot::Unloaded,
+            cache: lanes::Cache::default(),
         })
     }
 
@@ -180,11 +182,19 @@ impl Library {
     pub fn match_query(&mut self, query: &str, top_k: usize) -> Result<MatchResponse> {
         let fp = Fingerprints::of(&self.config.models)?;
         let started = std::time::Instant::now();
-        let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
-        let query_vec = embedder
-            .embed(&[query])?
-            .pop()
-            .ok_or_else(|| Error::Embedding("no vector came back for the query".into()))?;
+        let key = (query.to_string(), fp.model.clone());
+        let query_vec = match self.cache.query_vectors.get(&key) {
+            Some(v) => v.clone(),
+            None => {
+                let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
+                let v = embedder
+                    .embed(&[query])?
+                    .pop()
+                    .ok_or_else(|| Error::Embedding("no vector came back for the query".into()))?;
+                self.cache.query_vectors.insert(key, v.clone());
+                v
+            }
+        };
         let embed_ms = ms(started);
         let terms = lanes::terms::stems(query);
 
@@ -203,6 +213,7 @@ impl Library {
             &fp.model,
             || reranker.get(models),
             self.config.rerank_budget,
+            &mut self.cache.rerank,
         )?;
         let subject_ms = ms(started);
 
@@ -283,6 +294,7 @@ impl Library {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<AddReport> {
         let fingerprints = Fingerprints::of(&self.config.models)?;
+        self.cache = lanes::Cache::default();
         self.refresh(progress)?;
         let mut report = AddReport {
             failed,
@@ -309,6 +321,7 @@ impl Library {
             return Ok(0);
         }
         let limits = self.config.limits;
+        self.cache = lanes::Cache::default();
         let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
         ingest::refresh_stale(&mut self.store, embedder, &fp, &limits, progress)
     }
@@ -350,6 +363,7 @@ impl Library {
     }
 
     pub fn remove(&mut self, id: i64) -> Result<()> {
+        self.cache = lanes::Cache::default();
         self.store.remove_document(id)
     }
 

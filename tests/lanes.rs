@@ -63,6 +63,12 @@ fn eligible(r: &MatchResponse, decisions: &[Decision]) -> BTreeSet<i64> {
 
 const QUERY: &str = "how to begin a sourdough starter";
 
+/// The embed counter is process-wide: tests here run one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A models folder that shares the real runtime and embedder but has the
 /// given files as its cross-encoder.
 fn models_with_reranker(root: &Path, onnx: &[u8]) -> ModelConfig {
@@ -86,6 +92,7 @@ fn models_with_reranker(root: &Path, onnx: &[u8]) -> ModelConfig {
 
 #[test]
 fn every_reranker_failure_suppresses_the_lane_and_says_why_without_changing_eligibility() {
+    let _serial = serial();
     // A working cross-encoder (through the seam) defines the eligible set.
     let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
     lib.set_reranker(Box::new(Fake {
@@ -164,6 +171,7 @@ fn every_reranker_failure_suppresses_the_lane_and_says_why_without_changing_elig
 
 #[test]
 fn the_cross_encoder_orders_but_cosine_is_the_number_shown() {
+    let _serial = serial();
     let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
     lib.set_reranker(Box::new(Fake {
         sleep: Duration::ZERO,
@@ -203,6 +211,7 @@ fn the_cross_encoder_orders_but_cosine_is_the_number_shown() {
 
 #[test]
 fn labelled_set_has_no_subject_noise_leaks() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let report = carrel::eval::run(
         &fixtures().join("labelled"),
@@ -232,4 +241,58 @@ fn labelled_set_has_no_subject_noise_leaks() {
     );
     assert_eq!(report.per_query.len(), 39);
     assert_eq!(report.per_query["r01"].bm25[0], "sourdough-starter.md");
+}
+
+/// Counts the texts it is asked to score.
+struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Reranker for Counting {
+    fn model_id(&self) -> &str {
+        "counting@test"
+    }
+    fn rerank(&mut self, _query: &str, documents: &[&str]) -> carrel::Result<Vec<f32>> {
+        self.0
+            .fetch_add(documents.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(vec![1.0; documents.len()])
+    }
+}
+
+#[test]
+fn repeated_queries_hit_the_cache_until_the_library_changes() {
+    let _serial = serial();
+    use std::sync::atomic::Ordering;
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    let scored = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    lib.set_reranker(Box::new(Counting(scored.clone())));
+    let first = lib.match_query(QUERY, 10).unwrap();
+    let after_first = scored.load(Ordering::Relaxed);
+    assert!(after_first > 0);
+    let embedded = carrel::models::onnx::TEXTS_EMBEDDED.load(Ordering::Relaxed);
+    let second = lib.match_query(QUERY, 10).unwrap();
+    assert_eq!(
+        scored.load(Ordering::Relaxed),
+        after_first,
+        "no cross-encoder call for a cached query"
+    );
+    assert_eq!(
+        carrel::models::onnx::TEXTS_EMBEDDED.load(Ordering::Relaxed),
+        embedded,
+        "no embedding call either"
+    );
+    let docs = |r: &MatchResponse| {
+        r.subject
+            .hits()
+            .iter()
+            .map(|h| (h.doc, h.rerank))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(docs(&first), docs(&second));
+
+    lib.add(&[s(fixtures().join("docs/notes-latin1.txt"))], &mut |_| {})
+        .unwrap();
+    lib.match_query(QUERY, 10).unwrap();
+    assert!(
+        scored.load(Ordering::Relaxed) > after_first,
+        "a library change drops the cache"
+    );
 }

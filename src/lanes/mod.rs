@@ -17,6 +17,7 @@ pub mod subject;
 pub mod terms;
 pub mod topic;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -98,6 +99,17 @@ pub struct Candidate {
     pub rerank: Option<RerankLogit>,
     pub heading_path: Option<Vec<String>>,
     pub decision: Decision,
+}
+
+/// Query embeddings and cross-encoder scores, so that typing the same query
+/// again (as a match panel does) costs no model call. Keys carry the
+/// fingerprint or reranker id; the library drops the whole cache on any
+/// change to its contents.
+#[derive(Debug, Default)]
+pub struct Cache {
+    pub query_vectors: HashMap<(String, String), Vec<f32>>,
+    /// (query, content hash, reranker id) → logit.
+    pub rerank: HashMap<(String, String, String), f32>,
 }
 
 /// A query as both lanes see it: its text, its embedding, and how many hits

@@ -9,6 +9,7 @@
 //!    time, over its time budget), eligible cards are suppressed and the lane
 //!    is unavailable with the reason. It never falls back to raw cosine.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use super::score::{Cosine, Floor, RerankLogit, ScorerId, ScorerKind};
@@ -41,6 +42,10 @@ pub const RERANK_FLOOR: Floor<RerankLogit> = Floor::new(
     "provisional: no cross-encoder calibrated yet",
 );
 
+/// An eligible card: its hit, (card text, content hash), and its index in
+/// the candidate list.
+type Eligible = (SubjectHit, (String, String), usize);
+
 /// Where the lane gets its cross-encoder: a loaded one, or why there is none.
 pub type RerankerAccess<'a> = std::result::Result<&'a mut dyn Reranker, String>;
 
@@ -53,11 +58,12 @@ pub fn run<'a>(
     model: &str,
     reranker: impl FnOnce() -> RerankerAccess<'a>,
     budget: std::time::Duration,
+    cache: &mut HashMap<(String, String, String), f32>,
 ) -> Result<(LaneRun<SubjectHit>, bool)> {
     let (query, query_vec, top_k) = (q.text, q.vector, q.top_k);
     let mut stmt = store.conn.prepare_cached(
-        "SELECT v.content_id, v.distance, c.text, c.what
-         FROM card_vectors v JOIN cards c ON c.content_id = v.content_id
+        "SELECT v.content_id, v.distance, c.text, c.what, t.hash
+         FROM card_vectors v JOIN cards c ON c.content_id = v.content_id JOIN contents t ON t.id = v.content_id
          WHERE v.embedding MATCH ?1 AND k = ?2 AND v.fingerprint = ?3
          ORDER BY v.distance",
     )?;
@@ -73,6 +79,7 @@ pub fn run<'a>(
                 r.get::<_, f32>(1)?,
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
             ))
         },
     )?;
@@ -84,7 +91,7 @@ pub fn run<'a>(
     let mut eligible = Vec::new();
     let mut weak = Vec::new();
     for row in rows {
-        let (content, distance, card_text, what) = row?;
+        let (content, distance, card_text, what, hash) = row?;
         let cosine = Cosine::from_distance(distance);
         let locs = locations(store, content)?;
         let Some(first) = locs.first().cloned() else {
@@ -116,7 +123,7 @@ pub fn run<'a>(
             why: what,
         };
         match decision {
-            Decision::Admitted => eligible.push((hit, card_text, candidates.len() - 1)),
+            Decision::Admitted => eligible.push((hit, (card_text, hash), candidates.len() - 1)),
             Decision::BelowCosineFloor if weak.len() < top_k => weak.push(hit),
             _ => {}
         }
@@ -132,9 +139,7 @@ pub fn run<'a>(
             true,
         ));
     }
-    let suppress = |candidates: &mut Vec<Candidate>,
-                    eligible: &[(SubjectHit, String, usize)],
-                    reason: String| {
+    let suppress = |candidates: &mut Vec<Candidate>, eligible: &[Eligible], reason: String| {
         for (_, _, i) in eligible {
             candidates[*i].decision = Decision::RerankerUnavailable;
         }
@@ -148,37 +153,47 @@ pub fn run<'a>(
         Ok(r) => r,
         Err(reason) => return Ok((suppress(&mut candidates, &eligible, reason), false)),
     };
-    let texts: Vec<&str> = eligible.iter().map(|(_, t, _)| t.as_str()).collect();
-    let started = Instant::now();
-    let scores = match reranker.rerank(query, &texts) {
-        Ok(s) => s,
-        Err(e) => {
-            return Ok((
-                suppress(
-                    &mut candidates,
-                    &eligible,
-                    format!("the cross-encoder failed at run time: {e}"),
-                ),
-                false,
-            ));
+    // Only cards this (query, content, reranker) has not scored yet go to the
+    // model; the budget and the checks apply to that call.
+    let model_id = reranker.model_id().to_string();
+    let key = |hash: &str| (query.to_string(), hash.to_string(), model_id.clone());
+    let missing: Vec<usize> = (0..eligible.len())
+        .filter(|&i| !cache.contains_key(&key(&eligible[i].1.1)))
+        .collect();
+    if !missing.is_empty() {
+        let texts: Vec<&str> = missing.iter().map(|&i| eligible[i].1.0.as_str()).collect();
+        let started = Instant::now();
+        let fresh = match reranker.rerank(query, &texts) {
+            Ok(s) => s,
+            Err(e) => {
+                let reason = format!("the cross-encoder failed at run time: {e}");
+                return Ok((suppress(&mut candidates, &eligible, reason), false));
+            }
+        };
+        let elapsed = started.elapsed();
+        if elapsed > budget {
+            let reason = format!(
+                "the cross-encoder took {} ms, over its {} ms budget; results suppressed rather than shown uncalibrated",
+                elapsed.as_millis(),
+                budget.as_millis()
+            );
+            return Ok((suppress(&mut candidates, &eligible, reason), false));
         }
-    };
-    let elapsed = started.elapsed();
-    if elapsed > budget {
-        let reason = format!(
-            "the cross-encoder took {} ms, over its {} ms budget; results suppressed rather than shown uncalibrated",
-            elapsed.as_millis(),
-            budget.as_millis()
-        );
-        return Ok((suppress(&mut candidates, &eligible, reason), false));
+        if fresh.len() != texts.len() || fresh.iter().any(|s| !s.is_finite()) {
+            let reason = "the cross-encoder returned no usable score for some cards".to_string();
+            return Ok((suppress(&mut candidates, &eligible, reason), false));
+        }
+        for (&i, score) in missing.iter().zip(fresh) {
+            cache.insert(key(&eligible[i].1.1), score);
+        }
     }
-    if scores.len() != texts.len() || scores.iter().any(|s| !s.is_finite()) {
-        let reason = "the cross-encoder returned no usable score for some cards".to_string();
-        return Ok((suppress(&mut candidates, &eligible, reason), false));
-    }
+    let scores: Vec<f32> = eligible
+        .iter()
+        .map(|(_, (_, hash), _)| cache[&key(hash)])
+        .collect();
     let ce_scorer = ScorerId {
         kind: ScorerKind::CrossEncoder,
-        model: reranker.model_id().to_string(),
+        model: model_id,
     };
     let mut admitted = Vec::new();
     for ((mut hit, _, i), score) in eligible.into_iter().zip(scores) {
