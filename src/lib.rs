@@ -221,9 +221,15 @@ impl Library {
         let topic = lanes::topic::run(&self.store, &q, &terms, &fp.chunk, &fp.model)?;
         let topic_ms = ms(started);
 
-        let cosine_scorer = format!("cosine:{}", fp.model);
+        let cosine_scorer = lanes::ScorerId {
+            kind: lanes::ScorerKind::Cosine,
+            model: fp.model.clone(),
+        };
         let ce_scorer = match &self.reranker {
-            RerankerSlot::Loaded(r) => Some(format!("cross-encoder:{}", r.model_id())),
+            RerankerSlot::Loaded(r) => Some(lanes::ScorerId {
+                kind: lanes::ScorerKind::CrossEncoder,
+                model: r.model_id().to_string(),
+            }),
             _ => None,
         };
         lanes::log::record(
@@ -234,7 +240,7 @@ impl Library {
                     "subject",
                     &subject.candidates,
                     &cosine_scorer,
-                    ce_scorer.as_deref(),
+                    ce_scorer.as_ref(),
                 ),
                 ("topic", &topic.candidates, &cosine_scorer, None),
             ],

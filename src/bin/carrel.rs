@@ -422,9 +422,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 print_json(&report);
             } else {
                 println!(
-                    "{}: {} documents, {} queries ({} with qrels, {} noise)",
+                    "{}: {} documents ({} broken), {} queries ({} with qrels, {} noise)",
                     report.dataset,
                     report.documents,
+                    report.broken_documents,
                     report.queries,
                     report.relevant_queries,
                     report.noise_queries
@@ -593,7 +594,7 @@ fn print_match(r: &carrel::lanes::MatchResponse, explain: bool) {
                     "  {lane:<8} {:>5} cosine {:.3} rerank {rerank:>6}  {:<22} {} {path}",
                     c.doc,
                     c.cosine.0,
-                    format!("{:?}", c.decision),
+                    c.decision.as_str(),
                     c.title
                 );
             }

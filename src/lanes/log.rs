@@ -4,7 +4,7 @@
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{Candidate, Decision};
+use super::{Candidate, Decision, ScorerId};
 use crate::error::Result;
 use crate::store::{Store, now};
 
@@ -22,19 +22,12 @@ pub struct LogEntry {
     pub decision: String,
 }
 
-fn decision_name(d: Decision) -> String {
-    serde_json::to_value(d)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
+/// Per lane: its name, its candidates, the cosine scorer and, when one ran,
+/// the cross-encoder.
+pub type LaneLog<'a> = (&'a str, &'a [Candidate], &'a ScorerId, Option<&'a ScorerId>);
 
 /// Writes one row per candidate of both lanes, in one transaction.
-pub fn record(
-    store: &mut Store,
-    query: &str,
-    lanes: &[(&str, &[Candidate], &str, Option<&str>)],
-) -> Result<()> {
+pub fn record(store: &mut Store, query: &str, lanes: &[LaneLog<'_>]) -> Result<()> {
     let tx = store.conn.transaction()?;
     {
         let mut insert = tx.prepare_cached(
@@ -45,8 +38,15 @@ pub fn record(
         for (lane, candidates, cosine_scorer, ce_scorer) in lanes {
             for c in *candidates {
                 let (score, scale, scorer, calibrated) = match (c.rerank, ce_scorer) {
-                    (Some(logit), Some(ce)) => (logit.0 as f64, "rerank_logit", *ce, true),
-                    _ => (c.cosine.0 as f64, "cosine", *cosine_scorer, false),
+                    (Some(logit), Some(ce)) => {
+                        (logit.0 as f64, "rerank_logit", ce.to_string(), true)
+                    }
+                    _ => (
+                        c.cosine.0 as f64,
+                        "cosine",
+                        cosine_scorer.to_string(),
+                        false,
+                    ),
                 };
                 insert.execute(params![
                     at,
@@ -58,7 +58,7 @@ pub fn record(
                     scorer,
                     calibrated,
                     c.decision == Decision::Admitted,
-                    decision_name(c.decision)
+                    c.decision.as_str()
                 ])?;
             }
         }

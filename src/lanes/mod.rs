@@ -75,8 +75,7 @@ pub struct TopicHit {
 
 /// Why a candidate was or was not admitted. The debug pane and the log show
 /// these, from the same functions retrieval runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     Admitted,
     /// Under the cosine gate: not even a weak candidate.
@@ -89,6 +88,25 @@ pub enum Decision {
     Vetoed,
     /// Eligible, but the cross-encoder could not run: suppressed.
     RerankerUnavailable,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Admitted => "admitted",
+            Decision::BelowGate => "below_gate",
+            Decision::BelowCosineFloor => "below_cosine_floor",
+            Decision::BelowRerankFloor => "below_rerank_floor",
+            Decision::Vetoed => "vetoed",
+            Decision::RerankerUnavailable => "reranker_unavailable",
+        }
+    }
+}
+
+impl Serialize for Decision {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
