@@ -28,15 +28,28 @@ pub fn stems(text: &str) -> HashSet<String> {
         .collect()
 }
 
-/// True when any content term of the query appears in the heading path or
-/// title. A query with no content terms (only stopwords) mentions nothing.
-pub fn mentions(query: &HashSet<String>, heading_path: &[String], title: &str) -> bool {
+/// True when any content term of the query appears in the passage's heading
+/// path or its document's title. A passage with no headings at all (plain
+/// text, abstracts) has nothing for the veto to read beyond a title that may
+/// be a file name, so its document's card key terms stand in for headings.
+/// A query with no content terms (only stopwords) mentions nothing.
+pub fn mentions(
+    query: &HashSet<String>,
+    heading_path: &[String],
+    title: &str,
+    key_terms: &[String],
+) -> bool {
     if query.is_empty() {
         return false;
     }
     let mut context = stems(title);
     for h in heading_path {
         context.extend(stems(h));
+    }
+    if heading_path.is_empty() {
+        for t in key_terms {
+            context.extend(stems(t));
+        }
     }
     query.iter().any(|q| context.contains(q))
 }
@@ -51,11 +64,31 @@ mod tests {
         assert!(mentions(
             &q,
             &["Sourdough Starter".into(), "Feeding".into()],
-            ""
+            "",
+            &[]
         ));
         let q = stems("starter home mortgage rates");
-        assert!(!mentions(&q, &["Getting Started".into()], "Lathe basics"));
-        assert!(mentions(&q, &[], "Starter Home Mortgage Rates Explained"));
-        assert!(!mentions(&stems("how is the"), &["How it is".into()], ""));
+        assert!(!mentions(
+            &q,
+            &["Getting Started".into()],
+            "Lathe basics",
+            &[]
+        ));
+        assert!(mentions(
+            &q,
+            &[],
+            "Starter Home Mortgage Rates Explained",
+            &[]
+        ));
+        assert!(!mentions(
+            &stems("how is the"),
+            &["How it is".into()],
+            "",
+            &[]
+        ));
+        // Key terms count only where there are no headings to read.
+        let terms = ["mortgage".to_string()];
+        assert!(mentions(&q, &[], "000123", &terms));
+        assert!(!mentions(&q, &["Deposits".into()], "000123", &terms));
     }
 }

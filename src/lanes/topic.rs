@@ -33,8 +33,8 @@ pub fn run(
 ) -> Result<LaneRun<TopicHit>> {
     let (query_vec, top_k) = (q.vector, q.top_k);
     let mut stmt = store.conn.prepare_cached(
-        "SELECT v.chunk_id, v.distance, c.content_id, c.heading_path, c.text, c.page
-         FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id
+        "SELECT v.chunk_id, v.distance, c.content_id, c.heading_path, c.text, c.page, d.key_terms
+         FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id LEFT JOIN cards d ON d.content_id = c.content_id
          WHERE v.embedding MATCH ?1 AND k = ?2 AND v.fingerprint = ?3
          ORDER BY v.distance",
     )?;
@@ -48,6 +48,7 @@ pub fn run(
                 r.get::<_, String>(3)?,
                 r.get::<_, String>(4)?,
                 r.get::<_, Option<u32>>(5)?,
+                r.get::<_, Option<String>>(6)?,
             ))
         },
     )?;
@@ -63,7 +64,7 @@ pub fn run(
     };
     let mut admitted = Vec::new();
     for row in rows {
-        let (chunk, distance, content, path_json, text, page) = row?;
+        let (chunk, distance, content, path_json, text, page, key_terms_json) = row?;
         if seen.insert(content, ()).is_some() {
             continue; // not this document's best passage
         }
@@ -74,7 +75,12 @@ pub fn run(
         let heading_path: Vec<String> = serde_json::from_str(&path_json)
             .map_err(|e| crate::Error::Corrupt(format!("chunk {chunk}: {e}")))?;
         let cosine = Cosine::from_distance(distance);
-        let vetoed = !super::terms::mentions(query_terms, &heading_path, &first.title);
+        let key_terms: Vec<String> = match key_terms_json {
+            Some(j) => serde_json::from_str(&j)
+                .map_err(|e| crate::Error::Corrupt(format!("card of content {content}: {e}")))?,
+            None => Vec::new(),
+        };
+        let vetoed = !super::terms::mentions(query_terms, &heading_path, &first.title, &key_terms);
         let decision = match (vetoed, TOPIC_FLOOR.admits(cosine)) {
             (true, _) => Decision::Vetoed,
             (false, true) => Decision::Admitted,
