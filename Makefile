@@ -1,7 +1,9 @@
 # Carrel: the two promised commands are `make run` and `make test`.
 # Everything they need on a fresh machine is installed from here.
 
-CARREL_MODELS ?= $(CURDIR)/.models
+# The models live where the CLI and the app look by default (the platform data
+# dir), so `carrel` finds them without flags after `make models`.
+CARREL_MODELS ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/app.carrel/models
 export CARREL_MODELS
 CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)

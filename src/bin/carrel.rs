@@ -156,14 +156,19 @@ fn open_with(cli: &Cli, limits: Limits) -> Result<Library, Error> {
         Some(d) => d.clone(),
         None => carrel::default_library_dir()?,
     };
+    let mut config = LibraryConfig::new(dir, models(cli)?);
+    config.limits = limits;
+    Library::open(config)
+}
+
+/// The models folder and thread count the flags and environment ask for.
+fn models(cli: &Cli) -> Result<ModelConfig, Error> {
     let mut models = ModelConfig::new(match &cli.models {
         Some(d) => d.clone(),
         None => ModelConfig::default_dir()?,
     });
     models.threads = cli.threads;
-    let mut config = LibraryConfig::new(dir, models);
-    config.limits = limits;
-    Library::open(config)
+    Ok(models)
 }
 
 /// A progress bar on stderr when it is a terminal; hidden otherwise.
@@ -202,18 +207,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 ..Limits::default()
             };
             let mut lib = open_with(&cli, limits)?;
-            let bar = ProgressBar::new(0);
-            if std::io::stderr().is_terminal() {
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "[{elapsed_precise}] {bar:30} {pos}/{len} files, eta {eta}  {msg}",
-                    )
-                    .expect("valid template")
-                    .progress_chars("█▉ "),
-                );
-            } else {
-                bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-            }
+            let bar = progress_bar();
             let report = lib.add(inputs, &mut |p| {
                 bar.set_length(p.total as u64);
                 bar.set_position(p.done as u64);
@@ -403,18 +397,16 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Eval { dir, json } => {
             let scratch = carrel::eval::scratch_dir()?;
-            let mut models = ModelConfig::new(match &cli.models {
-                Some(d) => d.clone(),
-                None => ModelConfig::default_dir()?,
-            });
-            models.threads = cli.threads;
             let bar = progress_bar();
-            let result =
-                carrel::eval::run(dir, LibraryConfig::new(scratch.clone(), models), &mut |p| {
+            let result = carrel::eval::run(
+                dir,
+                LibraryConfig::new(scratch.clone(), models(&cli)?),
+                &mut |p| {
                     bar.set_length(p.total as u64);
                     bar.set_position(p.done as u64);
                     bar.set_message(p.current.rsplit('/').next().unwrap_or("").to_string());
-                });
+                },
+            );
             bar.finish_and_clear();
             let _ = std::fs::remove_dir_all(&scratch);
             let report = result?;

@@ -15,10 +15,9 @@ pub fn fixtures() -> PathBuf {
     repo().join("fixtures")
 }
 
+/// Where `make models` put the models: the CLI's own default.
 pub fn models_dir() -> PathBuf {
-    std::env::var_os("CARREL_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".models"))
+    ModelConfig::default_dir().expect("a data dir for the models")
 }
 
 pub fn models() -> ModelConfig {
