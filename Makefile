@@ -19,10 +19,13 @@ run: models
 	$(BIN)/release/carrel add fixtures/docs
 	$(BIN)/release/carrel list
 
-## Every test: format, lints, unit, integration and CLI tests, with real models,
-## then the lanes against BM25 on the classic Cranfield and CISI sets.
+## Every test: format, lints, unit, integration and CLI tests, with real models;
+## the real Python MCP client against `carrel mcp`; then the lanes against BM25
+## on our labelled set and the classic Cranfield and CISI sets.
 test: models lint
 	$(CARGO) test --all-targets
+	$(CARGO) build --bin carrel
+	./tools/mcp-client-test.sh
 	$(MAKE) eval
 
 ## Both lanes vs FTS5 BM25 on labelled sets: ours (its 0-leak rule is a hard

@@ -76,6 +76,9 @@ pub enum Error {
     )]
     NoDataDir,
 
+    #[error("MCP server: {0}")]
+    Mcp(String),
+
     #[error("evaluation data: {0}")]
     Eval(String),
 

@@ -13,6 +13,7 @@ pub mod eval;
 pub mod extract;
 pub mod ingest;
 pub mod lanes;
+pub mod mcp;
 pub mod models;
 pub mod store;
 

@@ -101,6 +101,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the library to agents over MCP (stdio), read only
+    Mcp,
     /// Check the runtime, models, fingerprints and library
     Doctor {
         #[arg(long)]
@@ -468,6 +470,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     );
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp => {
+            carrel::mcp::serve_stdio(open(&cli)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { json } => {

@@ -1,0 +1,119 @@
+"""Drives `carrel mcp` with the real Python MCP client over stdio.
+
+Run by `make test` (tools/mcp-client-test.sh) with CARREL_BIN pointing at the
+built binary and CARREL_MODELS at the models. Builds its own library from
+fixtures/labelled/corpus with `carrel add` first. Every check is an assert
+a client would notice: results, errors reaching the client as errors.
+"""
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = os.environ["CARREL_BIN"]
+
+
+def text_of(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+class McpTest(unittest.IsolatedAsyncioTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.env = dict(os.environ, CARREL_LIBRARY=cls.tmp.name)
+        out = subprocess.run([BIN, "add", "--json", str(ROOT / "fixtures/labelled/corpus")],
+                             env=cls.env, capture_output=True, text=True, check=True)
+        assert json.loads(out.stdout)["added"] == 13, out.stdout
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    @asynccontextmanager
+    async def session(self):
+        params = StdioServerParameters(command=BIN, args=["mcp"], env=self.env)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                info = await s.initialize()
+                self.assertEqual(info.server_info.name, "carrel")
+                yield s
+
+    async def test_tools_are_listed_with_their_id_forms(self):
+        async with self.session() as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            self.assertEqual(set(tools), {"search", "read", "cite", "list"})
+            id_schema = json.dumps(tools["read"].input_schema)
+            self.assertIn("integer", id_schema)
+            self.assertIn("^[0-9]+$", id_schema)
+
+    async def test_search_keeps_lanes_apart_with_attribution(self):
+        async with self.session() as s:
+            started = time.perf_counter()
+            r = await s.call_tool("search", {"query": "how to lubricate a bike chain"})
+            elapsed = (time.perf_counter() - started) * 1000
+            self.assertFalse(r.is_error)
+            v = json.loads(text_of(r))
+            self.assertEqual(v["subject"]["state"], "unavailable")
+            self.assertIn("cross-encoder", v["subject"]["reason"])
+            hit = v["topic"]["hits"][0]
+            self.assertEqual(hit["title"], "Bicycle Chain Maintenance")
+            self.assertTrue(hit["locations"][0]["source"].endswith("bicycle-chain.md"))
+            self.assertTrue(hit["heading_path"])
+            self.assertTrue(hit["scorer"].startswith("cosine:"))
+            # Warm round trip (the first call above loaded the model).
+            times = []
+            for _ in range(20):
+                t = time.perf_counter()
+                await s.call_tool("search", {"query": "greens and browns in compost"})
+                times.append((time.perf_counter() - t) * 1000)
+            times.sort()
+            print(f"\nmcp search round trip: first {elapsed:.0f} ms, warm p50 {times[10]:.1f} ms, max {times[-1]:.1f} ms",
+                  file=sys.stderr)
+
+    async def test_read_accepts_integer_and_digit_ids_and_refuses_unknown(self):
+        async with self.session() as s:
+            docs = json.loads(text_of(await s.call_tool("list", {})))
+            chain = next(d for d in docs if d["source"].endswith("bicycle-chain.md"))
+            for id_form in (chain["id"], str(chain["id"])):
+                r = await s.call_tool("read", {"id": id_form})
+                self.assertFalse(r.is_error, text_of(r))
+                self.assertIn("wear gauge", text_of(r))
+            card = json.loads(text_of(await s.call_tool("read", {"id": chain["id"], "part": "card"})))
+            self.assertTrue(card["card"]["what"].startswith("A clean, lubricated chain"))
+            bad = await s.call_tool("read", {"id": 999})
+            self.assertTrue(bad.is_error)
+            self.assertIn("no document with id 999", text_of(bad))
+            words = await s.call_tool("read", {"id": "chain"})
+            self.assertTrue(words.is_error, "a non-numeric id is refused, not read as empty")
+
+    async def test_passages_and_citations_are_checked(self):
+        async with self.session() as s:
+            v = json.loads(text_of(await s.call_tool("search", {"query": "when to replace a worn bicycle chain"})))
+            hit = v["topic"]["hits"][0]
+            p = json.loads(text_of(await s.call_tool("read", {"id": hit["doc"], "part": "passage", "chunk": hit["chunk"]})))
+            self.assertEqual(p["passage"], hit["passage"])
+            ok = json.loads(text_of(await s.call_tool("cite", {"id": hit["doc"], "quote": "Replace it when a  wear gauge\nreads 0.5%"})))
+            self.assertEqual(ok["status"], "verified")
+            self.assertEqual(ok["heading_path"][-1], "Measuring wear")
+            missing = json.loads(text_of(await s.call_tool("cite", {"id": hit["doc"], "quote": "replace the chain every 100 km"})))
+            self.assertEqual(missing["status"], "not_found")
+            self.assertTrue(missing["nearest_passage"])
+            other = await s.call_tool("read", {"id": hit["doc"], "part": "passage", "chunk": 999999})
+            self.assertTrue(other.is_error)
+            unknown = await s.call_tool("cite", {"id": 4242, "quote": "anything"})
+            self.assertTrue(unknown.is_error)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
