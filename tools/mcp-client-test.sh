@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
+case "$target" in /*) ;; *) target="$(pwd)/$target" ;; esac
 venv="$target/mcp-client-venv"
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp==2.3.0
 fi
-CARREL_BIN="$(pwd)/$target/debug/carrel" timeout 600 "$venv/bin/python" tests/mcp/test_mcp.py
+CARREL_BIN="$target/debug/carrel" timeout 600 "$venv/bin/python" tests/mcp/test_mcp.py
