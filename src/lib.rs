@@ -324,9 +324,6 @@ impl Library {
     /// Re-embeds contents whose vectors came from another model or chunker.
     pub fn refresh(&mut self, progress: &mut dyn FnMut(&Progress)) -> Result<usize> {
         let fp = Fingerprints::of(&self.config.models)?;
-        if self.store.stale_contents(&fp.chunk, &fp.card)?.is_empty() {
-            return Ok(0);
-        }
         let limits = self.config.limits;
         self.cache = lanes::Cache::default();
         let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
@@ -343,10 +340,12 @@ impl Library {
     }
 
     pub fn document(&self, id: i64) -> Result<DocumentRow> {
-        self.list()?
-            .into_iter()
-            .find(|d| d.id == id)
-            .ok_or(Error::UnknownDocument(id))
+        let fp = Fingerprints::of(&self.config.models).ok();
+        self.store.document(
+            id,
+            fp.as_ref().map(|f| f.chunk.as_str()),
+            fp.as_ref().map(|f| f.card.as_str()),
+        )
     }
 
     pub fn read(&self, id: i64) -> Result<DocumentText> {

@@ -276,7 +276,7 @@ impl Pipeline<'_> {
         if let Some(id) = self.store.content_by_hash(&hash)? {
             // Either another document has this body, or this file was touched
             // without changing: no work beyond pointing the row at it.
-            let chunks = self.store.chunks(id)?.len();
+            let chunks = self.store.chunk_count(id)?;
             return Ok(Prepared::Indexed(meta, Body::Known { hash, chunks }));
         }
         if let Some(&chunks) = pending.get(&hash) {
@@ -508,6 +508,9 @@ pub fn refresh_stale(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<usize> {
     let stale = store.stale_contents(&fp.chunk, &fp.card)?;
+    if stale.is_empty() {
+        return Ok(0); // nothing to do, and the model is never loaded
+    }
     let mut p = Progress {
         total: stale.len(),
         current: "re-embedding".into(),

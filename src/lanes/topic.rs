@@ -2,7 +2,7 @@
 //! vectors, the best passage per document, then the heading veto: the
 //! passage's heading path or its document's title must mention the query.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use super::score::{Cosine, Floor, ScorerId, ScorerKind};
 use super::{
@@ -56,7 +56,7 @@ pub fn run(
         kind: ScorerKind::Cosine,
         model: model.to_string(),
     };
-    let mut seen: HashMap<i64, ()> = HashMap::new();
+    let mut seen: HashSet<i64> = HashSet::new();
     let mut run = LaneRun {
         admitted: Ok(Vec::new()),
         weak: Vec::new(),
@@ -65,7 +65,7 @@ pub fn run(
     let mut admitted = Vec::new();
     for row in rows {
         let (chunk, distance, content, path_json, text, page, key_terms_json) = row?;
-        if seen.insert(content, ()).is_some() {
+        if !seen.insert(content) {
             continue; // not this document's best passage
         }
         let locs: Vec<Location> = locations(store, content)?;

@@ -79,6 +79,15 @@ impl Store {
             .map_err(|e| Error::Corrupt(format!("content {content_id}: {e}")))
     }
 
+    pub fn chunk_count(&self, content_id: i64) -> Result<usize> {
+        let n: i64 = self.conn.query_row(
+            "SELECT count(*) FROM chunks WHERE content_id = ?1",
+            [content_id],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
+    }
+
     pub fn chunks(&self, content_id: i64) -> Result<Vec<ChunkRow>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, seq, heading_path, page, text FROM chunks WHERE content_id = ?1 ORDER BY seq",

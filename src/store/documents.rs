@@ -106,6 +106,27 @@ impl Store {
     /// fingerprints (`None` when the models cannot be read: then vectors are
     /// not judged stale).
     pub fn list(&self, chunk_fp: Option<&str>, card_fp: Option<&str>) -> Result<Vec<DocumentRow>> {
+        self.rows(chunk_fp, card_fp, None)
+    }
+
+    /// One document, judged like [`Store::list`] judges it.
+    pub fn document(
+        &self,
+        id: i64,
+        chunk_fp: Option<&str>,
+        card_fp: Option<&str>,
+    ) -> Result<DocumentRow> {
+        self.rows(chunk_fp, card_fp, Some(id))?
+            .pop()
+            .ok_or(Error::UnknownDocument(id))
+    }
+
+    fn rows(
+        &self,
+        chunk_fp: Option<&str>,
+        card_fp: Option<&str>,
+        only: Option<i64>,
+    ) -> Result<Vec<DocumentRow>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT d.id, d.title, d.kind, d.source, d.bytes, c.hash, d.state, d.broken_code, d.broken_reason,
                     c.truncated_at_chunk, d.added_at, d.synced_at,
@@ -114,9 +135,10 @@ impl Store {
                         AND k.embedded_with IS NOT ?1),
                     (SELECT embedded_with IS NOT ?2 FROM cards WHERE content_id = d.content_id)
              FROM documents d LEFT JOIN contents c ON c.id = d.content_id
+             WHERE ?3 IS NULL OR d.id = ?3
              ORDER BY d.id",
         )?;
-        let rows = stmt.query_map(params![chunk_fp, card_fp], |r| {
+        let rows = stmt.query_map(params![chunk_fp, card_fp, only], |r| {
             let state: String = r.get(6)?;
             let stale_chunks: i64 = r.get(13)?;
             let card_stale: Option<bool> = r.get(14)?;
