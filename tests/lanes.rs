@@ -87,7 +87,9 @@ fn models_with_reranker(root: &Path, onnx: &[u8]) -> ModelConfig {
     ] {
         std::fs::copy(real.join(carrel::models::EMBEDDER_NAME).join(f), rr.join(f)).unwrap();
     }
-    ModelConfig::new(root.to_path_buf())
+    let mut cfg = ModelConfig::new(root.to_path_buf());
+    cfg.reranker = Some(rr);
+    cfg
 }
 
 #[test]

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use carrel::answer::{Answerer, Check, Found, LlmConfig, Outcome};
 use carrel::chunk::Mode;
 use carrel::models::ModelConfig;
 use carrel::{Error, Library, LibraryConfig, Limits};
@@ -27,6 +28,10 @@ struct Cli {
     /// Folder with the ONNX Runtime library and the models (`make models` fills it)
     #[arg(long, env = "CARREL_MODELS", global = true)]
     models: Option<PathBuf>,
+    /// Cross-encoder folder for the subject lane (model.onnx + tokenizer
+    /// files) [default: Carrel's own, in the models folder]
+    #[arg(long, env = "CARREL_RERANKER", global = true)]
+    reranker: Option<PathBuf>,
     /// ONNX intra-op threads for embedding
     #[arg(long, env = "CARREL_THREADS", global = true, default_value_t = carrel::models::DEFAULT_THREADS)]
     threads: usize,
@@ -85,6 +90,21 @@ enum Command {
         /// Show every candidate with its scores, scorer and decision
         #[arg(long)]
         explain: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a question from the library, every statement cited and checked.
+    /// Mention documents with @doc:ID or @doc:name; without a mention the
+    /// lanes pick the passages
+    Ask {
+        message: String,
+        /// An OpenAI-compatible server (Ollama, llama.cpp, LM Studio), e.g.
+        /// http://localhost:11434/v1 [default: the extractive answerer, no LLM]
+        #[arg(long, env = "CARREL_LLM_URL", requires = "llm_model")]
+        llm_url: Option<String>,
+        /// The model name that server should use
+        #[arg(long, env = "CARREL_LLM_MODEL")]
+        llm_model: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -170,6 +190,7 @@ fn models(cli: &Cli) -> Result<ModelConfig, Error> {
         None => ModelConfig::default_dir()?,
     });
     models.threads = cli.threads;
+    models.reranker = cli.reranker.clone();
     Ok(models)
 }
 
@@ -367,6 +388,31 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             println!("removed {id}  {title}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Ask {
+            message,
+            llm_url,
+            llm_model,
+            json,
+        } => {
+            let answerer = match (llm_url, llm_model) {
+                (Some(url), Some(model)) => {
+                    let mut cfg = LlmConfig::new(url, model);
+                    cfg.api_key = std::env::var("CARREL_LLM_API_KEY").ok();
+                    Answerer::Llm(cfg)
+                }
+                _ => Answerer::Extractive,
+            };
+            let answer = open(&cli)?.ask(message, &answerer)?;
+            if *json {
+                print_json(&answer);
+            } else {
+                print_answer(&answer);
+            }
+            Ok(match answer.outcome {
+                Outcome::Failed { .. } => ExitCode::FAILURE,
+                _ => ExitCode::SUCCESS,
+            })
+        }
         Command::Match {
             query,
             top_k,
@@ -424,16 +470,17 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     report.relevant_queries,
                     report.noise_queries
                 );
-                println!("| lane | nDCG@10 | Recall@10 | MRR@10 | noise leaks |");
-                println!("|---|---:|---:|---:|---:|");
+                println!("| lane | nDCG@10 | Recall@10 | MRR@10 | P@1 | noise leaks |");
+                println!("|---|---:|---:|---:|---:|---:|");
                 for (name, m) in [
                     ("subject", &report.subject),
+                    ("subject, cosine order only", &report.subject_cosine),
                     ("topic", &report.topic),
                     ("bm25 (FTS5)", &report.bm25),
                 ] {
                     println!(
-                        "| {name} | {:.3} | {:.3} | {:.3} | {} |",
-                        m.ndcg_at_10, m.recall_at_10, m.mrr_at_10, m.noise_leaks
+                        "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
+                        m.ndcg_at_10, m.recall_at_10, m.mrr_at_10, m.p_at_1, m.noise_leaks
                     );
                 }
                 println!("subject states: {:?}", report.subject_states);
@@ -478,7 +525,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Doctor { json } => {
             let d = open(&cli)?.doctor()?;
-            let healthy = d.runtime.is_ok() && d.embedder.is_ok();
+            let healthy = d.runtime.is_ok() && d.embedder.is_ok() && d.reranker.is_ok();
             if *json {
                 print_json(&d);
             } else {
@@ -494,6 +541,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 println!("models dir    {}", d.models_dir.display());
                 println!("runtime       {}", show(&d.runtime));
                 println!("embedder      {}", show(&d.embedder));
+                println!("reranker      {}", show(&d.reranker));
                 if let Some(f) = &d.fingerprints {
                     println!("fingerprints  {}  {}", f.chunk, f.card);
                 }
@@ -507,6 +555,62 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             } else {
                 ExitCode::FAILURE
             })
+        }
+    }
+}
+
+fn print_answer(a: &carrel::answer::Answer) {
+    for note in &a.notes {
+        println!("note: {note}");
+    }
+    match &a.outcome {
+        Outcome::NoContext { reason } => println!("No answer: {reason}."),
+        Outcome::Failed { reason } => println!("FAILED ({}): {reason}", a.answerer),
+        Outcome::Answered { statements, check } => {
+            println!(
+                "Answer ({}, from {} passage{}):",
+                a.answerer,
+                a.context.len(),
+                if a.context.len() == 1 { "" } else { "s" }
+            );
+            for s in statements {
+                let marks: String = s.citations.iter().map(|n| format!("[{n}]")).collect();
+                let flag = match &s.check {
+                    Check::Verified => String::new(),
+                    Check::Uncited => "   <- UNCITED".into(),
+                    Check::Invalid { problems } => {
+                        format!("   <- INVALID: {}", problems.join("; "))
+                    }
+                };
+                println!("  {} {marks}{flag}", s.text.replace('\n', "\n    "));
+            }
+            println!("Sources:");
+            let cited: std::collections::BTreeSet<usize> = statements
+                .iter()
+                .flat_map(|s| s.citations.iter().copied())
+                .collect();
+            for p in a.context.iter().filter(|p| cited.contains(&p.n)) {
+                // The outermost heading is usually the title itself.
+                let path = match p.heading_path.split_first() {
+                    Some((first, rest)) if *first == p.title => rest,
+                    _ => &p.heading_path[..],
+                };
+                let place: String = path.iter().map(|h| format!(" › {h}")).collect();
+                let page = p.page.map(|n| format!(", page {n}")).unwrap_or_default();
+                let by = match &p.found {
+                    Found::Mention { token } => format!("mentioned as {token}"),
+                    Found::SubjectLane => "found by the subject lane".into(),
+                    Found::TopicLane => "found by the topic lane".into(),
+                };
+                println!(
+                    "  [{}] {}{place} (doc {}, chunk {}{page}; {by}) {}",
+                    p.n, p.title, p.doc, p.chunk, p.source
+                );
+            }
+            println!(
+                "Check: {} of {} statements verified, {} uncited, {} with invalid citations.",
+                check.verified, check.statements, check.uncited, check.invalid
+            );
         }
     }
 }

@@ -34,6 +34,9 @@ pub const EMBEDDER_TOKENIZER_SHA256: &str =
 /// The ONNX Runtime library file `make models` installs (1.24 or newer works).
 pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.24.4";
 pub const POOLING: &str = "mean";
+/// The cross-encoder Carrel ships (`models/carrel-ce-v1`, see its
+/// MODEL_CARD.md); `make models` installs it beside the embedder.
+pub const RERANKER_NAME: &str = "carrel-ce-v1";
 pub const DEFAULT_MAX_LENGTH: usize = 256;
 /// One intra-op thread beat two on a 2-core machine (DESIGN.md), and leaves
 /// a core for extraction and the UI.
@@ -52,6 +55,9 @@ pub struct ModelConfig {
     pub threads: usize,
     pub max_length: usize,
     pub batch_size: usize,
+    /// A cross-encoder folder to use instead of the shipped one, e.g. a
+    /// downloaded ms-marco-MiniLM-L-6-v2 or bge-reranker-base.
+    pub reranker: Option<PathBuf>,
 }
 
 impl ModelConfig {
@@ -61,6 +67,7 @@ impl ModelConfig {
             threads: DEFAULT_THREADS,
             max_length: DEFAULT_MAX_LENGTH,
             batch_size: DEFAULT_BATCH,
+            reranker: None,
         }
     }
 
@@ -81,9 +88,12 @@ impl ModelConfig {
         self.dir.join(EMBEDDER_NAME)
     }
 
-    /// The cross-encoder folder (standard layout: `model.onnx` + tokenizer files).
+    /// The cross-encoder folder (standard layout: `model.onnx` + tokenizer
+    /// files): the one asked for, else the shipped one.
     pub fn reranker_dir(&self) -> PathBuf {
-        self.dir.join("reranker")
+        self.reranker
+            .clone()
+            .unwrap_or_else(|| self.dir.join(RERANKER_NAME))
     }
 }
 

@@ -11,6 +11,7 @@ use super::{Store, vector_blob};
 use crate::card::Card;
 use crate::error::{Error, Result};
 use crate::extract::Extracted;
+use crate::lanes::Cosine;
 
 /// A chunk ready to be written.
 pub struct NewChunk {
@@ -86,6 +87,44 @@ impl Store {
             |r| r.get(0),
         )?;
         Ok(n as usize)
+    }
+
+    /// The content a chunk belongs to, if the chunk exists.
+    pub fn chunk_content(&self, chunk_id: i64) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT content_id FROM chunks WHERE id = ?1")?
+            .query_row([chunk_id], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Cosine of `query` against each chunk of a content whose vector was
+    /// made by `fingerprint`, computed by sqlite-vec as the topic lane's KNN
+    /// computes it; chunk ids in chunk order. Chunks without such a vector
+    /// are left out.
+    pub fn chunk_cosines(
+        &self,
+        content_id: i64,
+        query: &[f32],
+        fingerprint: &str,
+    ) -> Result<Vec<(i64, Cosine)>> {
+        let mut point = self.conn.prepare_cached(
+            "SELECT vec_distance_cosine(embedding, ?2), fingerprint FROM chunk_vectors WHERE chunk_id = ?1",
+        )?;
+        let mut out = Vec::new();
+        for chunk in self.chunks(content_id)? {
+            let row: Option<(f32, String)> = point
+                .query_row(rusqlite::params![chunk.id, vector_blob(query)], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?;
+            if let Some((distance, fp)) = row {
+                if fp == fingerprint {
+                    out.push((chunk.id, Cosine::from_distance(distance)));
+                }
+            }
+        }
+        Ok(out)
     }
 
     pub fn chunks(&self, content_id: i64) -> Result<Vec<ChunkRow>> {

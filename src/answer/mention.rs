@@ -1,0 +1,281 @@
+//! `@doc:` mentions: the token grammar and its resolution against the
+//! library. The one owner of both; the CLI, the MCP server and the app call
+//! these and never parse a mention themselves.
+//!
+//! Grammar: `@doc:` followed by a key of letters, digits, `_`, `-` and `.`
+//! (a trailing `.` is punctuation, not key). The key is a document id
+//! (`@doc:12`) or a slug of its title or file name (`@doc:sourdough-starter`);
+//! an unambiguous slug prefix also resolves (`@doc:sourdough`).
+
+use serde::Serialize;
+
+use crate::store::DocumentRow;
+
+pub const PREFIX: &str = "@doc:";
+
+/// One mention as typed, with its byte span in the message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mention {
+    pub token: String,
+    pub key: String,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Every `@doc:` token in `message`, in order.
+pub fn parse(message: &str) -> Vec<Mention> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = message[from..].find(PREFIX) {
+        let start = from + at;
+        let key_start = start + PREFIX.len();
+        let rest = &message[key_start..];
+        let mut len = rest
+            .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
+            .unwrap_or(rest.len());
+        while len > 0 && rest[..len].ends_with('.') {
+            len -= 1;
+        }
+        let end = key_start + len;
+        if len > 0 {
+            out.push(Mention {
+                token: message[start..end].to_string(),
+                key: rest[..len].to_string(),
+                start,
+                end,
+            });
+        }
+        from = end.max(key_start);
+    }
+    out
+}
+
+/// The message with its mention tokens taken out, for the retrieval query.
+pub fn strip(message: &str) -> String {
+    let mut out = String::new();
+    let mut from = 0;
+    for m in parse(message) {
+        out.push_str(&message[from..m.start]);
+        from = m.end;
+    }
+    out.push_str(&message[from..]);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Lowercase words joined by `-`: "Sourdough Starter: A Guide" → `sourdough-starter-a-guide`.
+pub fn slug(s: &str) -> String {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// The token that mentions a document: `@doc:ID`.
+pub fn token(doc: i64) -> String {
+    format!("{PREFIX}{doc}")
+}
+
+/// A document offered for a mention.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Suggestion {
+    pub doc: i64,
+    pub title: String,
+    /// The file or URL, which tells apart documents with one title.
+    pub source: String,
+    pub token: String,
+}
+
+impl Suggestion {
+    fn of(d: &DocumentRow) -> Suggestion {
+        Suggestion {
+            doc: d.id,
+            title: d.title.clone(),
+            source: d.source.clone(),
+            token: token(d.id),
+        }
+    }
+}
+
+/// What a mention refers to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Resolution {
+    Resolved {
+        doc: i64,
+        title: String,
+    },
+    /// Several documents fit; the user must pick one.
+    Ambiguous {
+        candidates: Vec<Suggestion>,
+    },
+    /// Nothing fits; these are the closest titles.
+    Unknown {
+        did_you_mean: Vec<Suggestion>,
+    },
+}
+
+fn stem_slug(source: &str) -> String {
+    let name = source.rsplit(['/', '\\']).next().unwrap_or(source);
+    let stem = name.rsplit_once('.').map(|(s, _)| s).unwrap_or(name);
+    slug(stem)
+}
+
+/// Resolves `key` against the documents. Broken documents can be mentioned
+/// (the answer then says they have no text), so nothing is hidden.
+pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
+    let resolved = |d: &DocumentRow| Resolution::Resolved {
+        doc: d.id,
+        title: d.title.clone(),
+    };
+    if let Ok(id) = key.parse::<i64>() {
+        if let Some(d) = docs.iter().find(|d| d.id == id) {
+            return resolved(d);
+        }
+    }
+    let key = slug(key);
+    if key.is_empty() {
+        return Resolution::Unknown {
+            did_you_mean: Vec::new(),
+        };
+    }
+    let slugs = |d: &DocumentRow| [slug(&d.title), stem_slug(&d.source)];
+    let exact: Vec<&DocumentRow> = docs
+        .iter()
+        .filter(|d| slugs(d).iter().any(|s| *s == key))
+        .collect();
+    let matches = if exact.is_empty() {
+        docs.iter()
+            .filter(|d| slugs(d).iter().any(|s| s.starts_with(&key)))
+            .collect()
+    } else {
+        exact
+    };
+    match matches.as_slice() {
+        [one] => resolved(one),
+        [] => {
+            let mut scored: Vec<(f64, &DocumentRow)> = docs
+                .iter()
+                .map(|d| {
+                    let best = slugs(d)
+                        .iter()
+                        .map(|s| strsim::jaro_winkler(&key, s))
+                        .fold(0.0, f64::max);
+                    (best, d)
+                })
+                .filter(|(s, _)| *s >= 0.6)
+                .collect();
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+            Resolution::Unknown {
+                did_you_mean: scored
+                    .into_iter()
+                    .take(3)
+                    .map(|(_, d)| Suggestion::of(d))
+                    .collect(),
+            }
+        }
+        many => Resolution::Ambiguous {
+            candidates: many.iter().map(|d| Suggestion::of(d)).collect(),
+        },
+    }
+}
+
+/// A sentence for a mention that did not resolve, with what to type instead.
+pub fn describe(token: &str, resolution: &Resolution) -> String {
+    let list = |s: &[Suggestion]| {
+        s.iter()
+            .map(|s| {
+                let name = s.source.rsplit(['/', '\\']).next().unwrap_or(&s.source);
+                format!("{} ({}, {name})", s.token, s.title)
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match resolution {
+        Resolution::Resolved { doc, title } => format!("{token} is doc {doc} ({title})"),
+        Resolution::Ambiguous { candidates } => format!(
+            "{token} fits {} documents; mention one: {}",
+            candidates.len(),
+            list(candidates)
+        ),
+        Resolution::Unknown { did_you_mean } if did_you_mean.is_empty() => {
+            format!("{token} matches no document in this library; `carrel list` shows the ids")
+        }
+        Resolution::Unknown { did_you_mean } => format!(
+            "{token} matches no document; did you mean {}?",
+            list(did_you_mean)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(id: i64, title: &str, source: &str) -> DocumentRow {
+        DocumentRow {
+            id,
+            title: title.into(),
+            kind: Some("markdown".into()),
+            source: source.into(),
+            bytes: 1,
+            chunks: 1,
+            content_hash: None,
+            state: "indexed".into(),
+            broken_reason: None,
+            broken_code: None,
+            truncated_at_chunk: None,
+            card_state: "ready".into(),
+            added_at: 0,
+            synced_at: 0,
+        }
+    }
+
+    #[test]
+    fn parses_tokens_with_spans_and_ignores_trailing_punctuation() {
+        let m = parse("compare @doc:12 and @doc:sourdough-starter. Also @doc: nothing");
+        assert_eq!(
+            m.iter().map(|m| m.key.as_str()).collect::<Vec<_>>(),
+            ["12", "sourdough-starter"]
+        );
+        assert_eq!(&"compare @doc:12 and"[m[0].start..m[0].end], "@doc:12");
+        assert_eq!(
+            strip("compare @doc:12 and @doc:x, please"),
+            "compare and , please"
+        );
+    }
+
+    #[test]
+    fn resolves_ids_slugs_and_prefixes_and_explains_the_rest() {
+        let docs = [
+            doc(1, "Sourdough Starter", "/d/sourdough-starter.md"),
+            doc(2, "Sourdough Starter", "/d/sourdough-copy.md"),
+            doc(
+                3,
+                "Mortgage rates for first-time buyers",
+                "/d/mortgage-rates.html",
+            ),
+        ];
+        assert!(matches!(
+            resolve("3", &docs),
+            Resolution::Resolved { doc: 3, .. }
+        ));
+        assert!(matches!(
+            resolve("mortgage", &docs),
+            Resolution::Resolved { doc: 3, .. }
+        ));
+        assert!(matches!(
+            resolve("sourdough-copy", &docs),
+            Resolution::Resolved { doc: 2, .. }
+        ));
+        match resolve("sourdough", &docs) {
+            Resolution::Ambiguous { candidates } => assert_eq!(candidates.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        match resolve("mortage-rate", &docs) {
+            Resolution::Unknown { did_you_mean } => assert_eq!(did_you_mean[0].doc, 3),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(resolve("99", &docs), Resolution::Unknown { .. }));
+    }
+}

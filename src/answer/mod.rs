@@ -1,0 +1,634 @@
+//! Grounded answers (`carrel ask`, the app's Chat page): context from the
+//! mentioned documents or from the lanes, an answer from the extractive
+//! answerer or an OpenAI-compatible LLM, and a check by code of every
+//! citation in it.
+//!
+//! The check: each cited `[n]` must be a passage that was in the context, and
+//! that passage must still belong to the document it names; an extractive
+//! quote must occur in its passage. A statement without a citation is flagged.
+
+pub mod cite;
+pub mod mention;
+pub mod provider;
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::Library;
+use crate::error::{Error, Result};
+use crate::lanes::{Cosine, ScorerId, ScorerKind};
+use crate::models::Fingerprints;
+use crate::store::{ChunkRow, Store};
+
+pub use mention::{Mention, Resolution, Suggestion};
+pub use provider::LlmConfig;
+
+/// Characters of passage text handed to the answerer, all documents together.
+/// About 3,000 tokens: fits the context of small local models.
+pub const CONTEXT_BUDGET_CHARS: usize = 12_000;
+/// Passages the extractive answerer quotes.
+pub const EXTRACTIVE_PASSAGES: usize = 3;
+/// Longest extractive quote.
+const QUOTE_MAX_CHARS: usize = 320;
+/// Lane hits considered when no document is mentioned.
+const LANE_HITS: usize = 5;
+
+/// Who writes the answer.
+#[derive(Debug, Clone)]
+pub enum Answerer {
+    /// No model: the best passages, quoted and cited.
+    Extractive,
+    Llm(LlmConfig),
+}
+
+impl Answerer {
+    pub fn name(&self) -> String {
+        match self {
+            Answerer::Extractive => "extractive".into(),
+            Answerer::Llm(cfg) => format!("llm:{} at {}", cfg.model, cfg.base_url),
+        }
+    }
+}
+
+/// How a passage got into the context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Found {
+    /// The user mentioned its document.
+    Mention { token: String },
+    /// The subject lane admitted its document; this is its best passage.
+    SubjectLane,
+    /// The topic lane admitted it.
+    TopicLane,
+}
+
+/// One numbered passage of the context: never without its document and place.
+#[derive(Debug, Clone, Serialize)]
+pub struct Passage {
+    pub n: usize,
+    pub doc: i64,
+    pub title: String,
+    pub source: String,
+    pub chunk: i64,
+    pub heading_path: Vec<String>,
+    pub page: Option<u32>,
+    pub text: String,
+    pub found: Found,
+    /// Cosine to the question (absent when the message had no question).
+    pub cosine: Option<Cosine>,
+    pub scorer: ScorerId,
+    /// True when the whole document fit the budget and went in.
+    pub whole_document: bool,
+}
+
+/// A mentioned document, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Mentioned {
+    pub token: String,
+    pub doc: i64,
+    pub title: String,
+}
+
+/// The verdict on one statement of an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Check {
+    /// Every citation is in the context and belongs to its document.
+    Verified,
+    /// The statement cites nothing.
+    Uncited,
+    /// At least one citation failed; each problem is a sentence.
+    Invalid { problems: Vec<String> },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Statement {
+    pub text: String,
+    /// Passage numbers, as `[n]` in the answer.
+    pub citations: Vec<usize>,
+    pub check: Check,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CheckSummary {
+    pub statements: usize,
+    pub verified: usize,
+    pub uncited: usize,
+    pub invalid: usize,
+}
+
+impl CheckSummary {
+    pub fn all_verified(&self) -> bool {
+        self.statements > 0 && self.verified == self.statements
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Outcome {
+    Answered {
+        statements: Vec<Statement>,
+        check: CheckSummary,
+    },
+    /// Nothing to answer from; the reason says why and what to do.
+    NoContext { reason: String },
+    /// The answerer failed; never shown as an empty answer.
+    Failed { reason: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Answer {
+    pub question: String,
+    pub answerer: String,
+    pub mentions: Vec<Mentioned>,
+    pub context: Vec<Passage>,
+    /// Mentioned documents that gave no text, and why.
+    pub notes: Vec<String>,
+    pub outcome: Outcome,
+}
+
+/// Each `@doc:` mention of `message` with what it refers to.
+pub fn resolve_mentions(lib: &Library, message: &str) -> Result<Vec<(Mention, Resolution)>> {
+    let docs = lib.list()?;
+    Ok(mention::parse(message)
+        .into_iter()
+        .map(|m| {
+            let r = mention::resolve(&m.key, &docs);
+            (m, r)
+        })
+        .collect())
+}
+
+/// Answers `message`, grounded in its mentioned documents, or in what the
+/// lanes find when it mentions none.
+pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answer> {
+    let mut mentions: Vec<Mentioned> = Vec::new();
+    for (m, r) in resolve_mentions(lib, message)? {
+        match r {
+            Resolution::Resolved { doc, title } => {
+                if !mentions.iter().any(|x| x.doc == doc) {
+                    mentions.push(Mentioned {
+                        token: m.token,
+                        doc,
+                        title,
+                    });
+                }
+            }
+            other => {
+                return Err(Error::Mention {
+                    token: m.token,
+                    resolution: other,
+                });
+            }
+        }
+    }
+    let question = mention::strip(message);
+    let fp = Fingerprints::of(&lib.config().models)?;
+    let scorer = ScorerId {
+        kind: ScorerKind::Cosine,
+        model: fp.model.clone(),
+    };
+    let qvec = if question.is_empty() {
+        None
+    } else {
+        Some(lib.embed_query(&question)?)
+    };
+    let mut notes = Vec::new();
+    let mut context: Vec<Passage> = Vec::new();
+    let mut no_context = None;
+
+    if !mentions.is_empty() {
+        let share = CONTEXT_BUDGET_CHARS / mentions.len();
+        for m in &mentions {
+            let doc = lib.document(m.doc)?;
+            let content = match (&doc.broken_reason, lib.store().document_content(m.doc)?) {
+                (None, Some(c)) => c,
+                (reason, _) => {
+                    notes.push(format!(
+                        "{} ({}) has no text to answer from: {}",
+                        m.token,
+                        doc.title,
+                        reason.as_deref().unwrap_or("it is not indexed")
+                    ));
+                    continue;
+                }
+            };
+            let chunks = lib.store().chunks(content)?;
+            let cosines = match &qvec {
+                Some(v) => lib.store().chunk_cosines(content, v, &fp.chunk)?,
+                None => Vec::new(),
+            };
+            let cos_of = |id: i64| cosines.iter().find(|(c, _)| *c == id).map(|(_, s)| *s);
+            let total: usize = chunks.iter().map(|c| c.text.chars().count()).sum();
+            let whole = total <= share;
+            let mut picked: Vec<&ChunkRow> = chunks.iter().collect();
+            if !whole {
+                // The topic lane's scorer restricted to this document: best
+                // passages first, as many as the budget holds.
+                picked.sort_by(|a, b| {
+                    let (x, y) = (cos_of(a.id), cos_of(b.id));
+                    y.map(|c| c.0)
+                        .unwrap_or(f32::MIN)
+                        .total_cmp(&x.map(|c| c.0).unwrap_or(f32::MIN))
+                        .then(a.seq.cmp(&b.seq))
+                });
+                let mut used = 0;
+                picked.retain(|c| {
+                    let n = c.text.chars().count();
+                    let keep = used + n <= share;
+                    used += if keep { n } else { 0 };
+                    keep
+                });
+            }
+            for c in picked {
+                context.push(Passage {
+                    n: 0,
+                    doc: doc.id,
+                    title: doc.title.clone(),
+                    source: doc.source.clone(),
+                    chunk: c.id,
+                    heading_path: c.heading_path.clone(),
+                    page: c.page,
+                    text: c.text.clone(),
+                    found: Found::Mention {
+                        token: m.token.clone(),
+                    },
+                    cosine: cos_of(c.id),
+                    scorer: scorer.clone(),
+                    whole_document: whole,
+                });
+            }
+        }
+        if context.is_empty() {
+            no_context = Some("none of the mentioned documents has indexed text".to_string());
+        }
+    } else if let Some(v) = &qvec {
+        let r = lib.match_query(&question, LANE_HITS)?;
+        let mut used = 0;
+        let mut push = |p: Passage, context: &mut Vec<Passage>| {
+            let n = p.text.chars().count();
+            if used + n <= CONTEXT_BUDGET_CHARS && !context.iter().any(|x| x.chunk == p.chunk) {
+                used += n;
+                context.push(p);
+            }
+        };
+        if r.topic.has_ready_hits() {
+            for h in r.topic.hits() {
+                let doc = lib.document(h.doc)?;
+                push(
+                    Passage {
+                        n: 0,
+                        doc: h.doc,
+                        title: h.title.clone(),
+                        source: doc.source,
+                        chunk: h.chunk,
+                        heading_path: h.heading_path.clone(),
+                        page: h.page,
+                        text: h.passage.clone(),
+                        found: Found::TopicLane,
+                        cosine: Some(h.cosine),
+                        scorer: h.scorer.clone(),
+                        whole_document: false,
+                    },
+                    &mut context,
+                );
+            }
+        }
+        if r.subject.has_ready_hits() {
+            for h in r.subject.hits() {
+                let Some(content) = lib.store().document_content(h.doc)? else {
+                    continue;
+                };
+                let cosines = lib.store().chunk_cosines(content, v, &fp.chunk)?;
+                let Some((best, cos)) = cosines.iter().max_by(|a, b| a.1.0.total_cmp(&b.1.0))
+                else {
+                    continue;
+                };
+                let Some(c) = lib
+                    .store()
+                    .chunks(content)?
+                    .into_iter()
+                    .find(|c| c.id == *best)
+                else {
+                    continue;
+                };
+                let doc = lib.document(h.doc)?;
+                push(
+                    Passage {
+                        n: 0,
+                        doc: h.doc,
+                        title: h.title.clone(),
+                        source: doc.source,
+                        chunk: c.id,
+                        heading_path: c.heading_path,
+                        page: c.page,
+                        text: c.text,
+                        found: Found::SubjectLane,
+                        cosine: Some(*cos),
+                        scorer: scorer.clone(),
+                        whole_document: false,
+                    },
+                    &mut context,
+                );
+            }
+        }
+        if context.is_empty() {
+            let state = |s: &str, reason: Option<&str>| match (s, reason) {
+                (_, Some(r)) => format!("{s}: {r}"),
+                ("ready", None) => "nothing passed its floor".to_string(),
+                ("weak", None) => "only sub-floor matches".to_string(),
+                _ => s.to_string(),
+            };
+            no_context = Some(format!(
+                "neither lane admitted a document for this question (subject lane: {}; topic lane: {}); \
+                 mention a document with @doc: to answer from it",
+                state(r.subject.state(), r.subject.reason()),
+                state(r.topic.state(), r.topic.reason())
+            ));
+        }
+    } else {
+        no_context = Some("the message has no question and mentions no document".to_string());
+    }
+    for (i, p) in context.iter_mut().enumerate() {
+        p.n = i + 1;
+    }
+
+    let outcome = match no_context {
+        Some(reason) => Outcome::NoContext { reason },
+        None => {
+            let drafted = match answerer {
+                Answerer::Extractive => Ok(extractive(&question, &context)),
+                Answerer::Llm(cfg) => {
+                    provider::complete(cfg, SYSTEM_PROMPT, &prompt(&question, &context))
+                        .map(|text| statements_of(&text))
+                }
+            };
+            match drafted {
+                Err(reason) => Outcome::Failed { reason },
+                Ok(drafts) if drafts.is_empty() => Outcome::Failed {
+                    reason: "the answerer returned no statements".into(),
+                },
+                Ok(drafts) => {
+                    let quotes = matches!(answerer, Answerer::Extractive);
+                    let statements = check(lib.store(), drafts, &context, quotes)?;
+                    let mut summary = CheckSummary {
+                        statements: statements.len(),
+                        ..Default::default()
+                    };
+                    for s in &statements {
+                        match s.check {
+                            Check::Verified => summary.verified += 1,
+                            Check::Uncited => summary.uncited += 1,
+                            Check::Invalid { .. } => summary.invalid += 1,
+                        }
+                    }
+                    Outcome::Answered {
+                        statements,
+                        check: summary,
+                    }
+                }
+            }
+        }
+    };
+    Ok(Answer {
+        question,
+        answerer: answerer.name(),
+        mentions,
+        context,
+        notes,
+        outcome,
+    })
+}
+
+/// A statement before it is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draft {
+    pub text: String,
+    pub citations: Vec<usize>,
+}
+
+/// The extractive answer: from each of the best passages, the sentences that
+/// share the most words with the question, quoted verbatim and cited.
+fn extractive(question: &str, context: &[Passage]) -> Vec<Draft> {
+    let mut ranked: Vec<&Passage> = context.iter().collect();
+    ranked.sort_by(|a, b| {
+        let key = |p: &Passage| p.cosine.map(|c| c.0).unwrap_or(f32::MIN);
+        key(b).total_cmp(&key(a)).then(a.n.cmp(&b.n))
+    });
+    let terms = crate::lanes::terms::stems(question);
+    ranked
+        .into_iter()
+        .take(EXTRACTIVE_PASSAGES)
+        .map(|p| Draft {
+            text: quote(&p.text, &terms),
+            citations: vec![p.n],
+        })
+        .collect()
+}
+
+/// The best window of whole sentences of `text`, verbatim, at most
+/// [`QUOTE_MAX_CHARS`] unless one sentence is longer.
+fn quote(text: &str, terms: &HashSet<String>) -> String {
+    let sentences: Vec<(usize, &str)> = text
+        .split_sentence_bound_indices()
+        .filter(|(_, s)| !s.trim().is_empty())
+        .collect();
+    if sentences.is_empty() {
+        return text.trim().to_string();
+    }
+    let overlap = |s: &str| crate::lanes::terms::stems(s).intersection(terms).count();
+    let best = (0..sentences.len())
+        .max_by_key(|&i| (overlap(sentences[i].1), std::cmp::Reverse(i)))
+        .unwrap_or(0);
+    let start = sentences[best].0;
+    let mut end = start + sentences[best].1.len();
+    for &(at, s) in &sentences[best + 1..] {
+        if at + s.len() - start > QUOTE_MAX_CHARS {
+            break;
+        }
+        end = at + s.len();
+    }
+    let mut out = text[start..end].trim().to_string();
+    if out.chars().count() > QUOTE_MAX_CHARS * 2 {
+        out = out.chars().take(QUOTE_MAX_CHARS * 2).collect();
+    }
+    out
+}
+
+const SYSTEM_PROMPT: &str = "You answer questions using only the numbered passages you are given. \
+Every sentence of your answer must end with the number of the passage it relies on, in square \
+brackets, like [2] or [1][3]. Do not use outside knowledge. If the passages do not answer the \
+question, say so in one sentence and cite the passage that comes closest.";
+
+fn prompt(question: &str, context: &[Passage]) -> String {
+    let mut out = String::from("Passages:\n");
+    for p in context {
+        let place = if p.heading_path.is_empty() {
+            p.title.clone()
+        } else {
+            p.heading_path.join(" › ")
+        };
+        out.push_str(&format!(
+            "[{}] ({}; {})\n{}\n\n",
+            p.n, p.title, place, p.text
+        ));
+    }
+    let q = if question.is_empty() {
+        "Summarise these passages."
+    } else {
+        question
+    };
+    out.push_str(&format!("Question: {q}\n"));
+    out
+}
+
+/// Splits an LLM answer into statements (sentences and lines) with their
+/// `[n]` markers. A marker that stands alone after a sentence belongs to it.
+pub fn statements_of(answer: &str) -> Vec<Draft> {
+    let mut out: Vec<Draft> = Vec::new();
+    for line in answer.lines() {
+        for sentence in line.split_sentence_bounds() {
+            let (text, citations) = take_markers(sentence);
+            let bare = text.trim_matches(|c: char| c.is_whitespace() || c.is_ascii_punctuation());
+            if bare.is_empty() {
+                if let Some(last) = out.last_mut() {
+                    last.citations.extend(citations);
+                }
+                continue;
+            }
+            out.push(Draft {
+                text: text.trim().to_string(),
+                citations,
+            });
+        }
+    }
+    for d in &mut out {
+        let mut seen = HashSet::new();
+        d.citations.retain(|n| seen.insert(*n));
+    }
+    out
+}
+
+/// Removes `[n]` and `[n, m]` markers, returning the text and the numbers.
+fn take_markers(s: &str) -> (String, Vec<usize>) {
+    let mut text = String::new();
+    let mut nums = Vec::new();
+    let mut rest = s;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']') else {
+            break;
+        };
+        let inner = &rest[open + 1..open + close];
+        let parsed: Option<Vec<usize>> = inner
+            .split(',')
+            .map(|x| x.trim().parse::<usize>().ok())
+            .collect();
+        match parsed {
+            Some(ns) if !ns.is_empty() => {
+                text.push_str(rest[..open].trim_end());
+                nums.extend(ns);
+            }
+            _ => text.push_str(&rest[..open + close + 1]),
+        }
+        rest = &rest[open + close + 1..];
+    }
+    text.push_str(rest);
+    (text.split_whitespace().collect::<Vec<_>>().join(" "), nums)
+}
+
+/// Checks every statement's citations against the context and the store:
+/// the passage was provided, it still belongs to the document it names, and
+/// (with `quotes`, for verbatim answers) the text occurs in it.
+pub fn check(
+    store: &Store,
+    drafts: Vec<Draft>,
+    context: &[Passage],
+    quotes: bool,
+) -> Result<Vec<Statement>> {
+    let mut out = Vec::new();
+    for d in drafts {
+        let mut problems = Vec::new();
+        for &n in &d.citations {
+            let Some(p) = context.iter().find(|p| p.n == n) else {
+                problems.push(format!(
+                    "[{n}] is not one of the {} passages provided",
+                    context.len()
+                ));
+                continue;
+            };
+            let owner = store.document_content(p.doc)?;
+            if owner.is_none() || store.chunk_content(p.chunk)? != owner {
+                problems.push(format!(
+                    "[{n}] names \"{}\" (doc {}), but its passage is not in that document",
+                    p.title, p.doc
+                ));
+            }
+            if quotes && !cite::squash(&p.text).contains(&cite::squash(&d.text)) {
+                problems.push(format!("the quoted text does not occur in passage [{n}]"));
+            }
+        }
+        let check = if d.citations.is_empty() {
+            Check::Uncited
+        } else if problems.is_empty() {
+            Check::Verified
+        } else {
+            Check::Invalid { problems }
+        };
+        out.push(Statement {
+            text: d.text,
+            citations: d.citations,
+            check,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_keep_their_markers_and_stray_markers_join_the_sentence_before() {
+        let s = statements_of(
+            "Feed the starter daily [1]. Discard half first. [2]\nRye helps [1, 3].\nNo source here.",
+        );
+        assert_eq!(
+            s,
+            vec![
+                Draft {
+                    text: "Feed the starter daily.".into(),
+                    citations: vec![1]
+                },
+                Draft {
+                    text: "Discard half first.".into(),
+                    citations: vec![2]
+                },
+                Draft {
+                    text: "Rye helps.".into(),
+                    citations: vec![1, 3]
+                },
+                Draft {
+                    text: "No source here.".into(),
+                    citations: vec![]
+                },
+            ]
+        );
+        assert_eq!(
+            take_markers("see [the docs] [2]"),
+            ("see [the docs]".into(), vec![2])
+        );
+    }
+
+    #[test]
+    fn a_quote_is_verbatim_and_picks_the_sentences_about_the_question() {
+        let text = "Intro words here. Feed the starter with rye flour every day. It bubbles. Unrelated closing remark.";
+        let q = quote(
+            text,
+            &crate::lanes::terms::stems("how often to feed a starter"),
+        );
+        assert!(q.starts_with("Feed the starter"), "{q}");
+        assert!(text.contains(&q));
+    }
+}

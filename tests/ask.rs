@@ -1,0 +1,342 @@
+//! `carrel ask`: context from mentions or from the lanes, the extractive
+//! answerer, the OpenAI-compatible provider at its HTTP seam (a loopback
+//! server replaying responses from fixtures/llm), and the citation check.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use carrel::Error;
+use carrel::answer::{self, Answerer, Check, Draft, Found, LlmConfig, Outcome};
+use common::*;
+
+fn library() -> (tempfile::TempDir, carrel::Library) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lib = open(dir.path());
+    lib.add(
+        &[s(fixtures().join("docs")), s(fixtures().join("long"))],
+        &mut |_| {},
+    )
+    .unwrap();
+    (dir, lib)
+}
+
+fn id_of(lib: &carrel::Library, file: &str) -> i64 {
+    lib.list()
+        .unwrap()
+        .into_iter()
+        .find(|d| d.source.ends_with(file))
+        .unwrap_or_else(|| panic!("{file} not in the library"))
+        .id
+}
+
+fn answered(outcome: &Outcome) -> (&[answer::Statement], &answer::CheckSummary) {
+    match outcome {
+        Outcome::Answered { statements, check } => (statements, check),
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_mentioned_document_goes_in_whole_and_every_quote_is_cited_and_verified() {
+    let (_d, mut lib) = library();
+    let doc = id_of(&lib, "docs/sourdough-starter.md");
+    let a = lib
+        .ask(
+            &format!("how often should I feed it? @doc:{doc}"),
+            &Answerer::Extractive,
+        )
+        .unwrap();
+    assert_eq!(a.question, "how often should I feed it?");
+    assert_eq!(a.mentions.len(), 1);
+    assert_eq!(
+        a.context.len(),
+        lib.chunks(doc).unwrap().len(),
+        "the whole document"
+    );
+    assert!(a.context.iter().all(|p| p.doc == doc && p.whole_document));
+    assert!(a.context.iter().all(|p| p.found
+        == Found::Mention {
+            token: format!("@doc:{doc}")
+        }));
+    let (statements, check) = answered(&a.outcome);
+    assert!(check.all_verified(), "{statements:?}");
+    // The best quote is about feeding, and it is verbatim from its passage.
+    let first = &statements[0];
+    let cited = &a.context[first.citations[0] - 1];
+    assert!(
+        cited.heading_path.iter().any(|h| h.contains("Feeding")),
+        "{cited:?}"
+    );
+    assert!(cited.text.contains(&first.text));
+}
+
+#[test]
+fn a_long_document_gives_its_best_passages_within_the_budget() {
+    let (_d, mut lib) = library();
+    let plan = id_of(&lib, "long/renovation-plan.md");
+    let mortgage = id_of(&lib, "docs/mortgage-rates.html");
+    let pond = id_of(&lib, "docs/pond-ecology.pdf");
+    // Three mentions share the budget: the 10.8k-char plan no longer fits.
+    let a = lib
+        .ask(
+            &format!("what about the damp patch? @doc:{plan} @doc:{mortgage} @doc:{pond}"),
+            &Answerer::Extractive,
+        )
+        .unwrap();
+    let from_plan: Vec<_> = a.context.iter().filter(|p| p.doc == plan).collect();
+    assert!(!from_plan.is_empty() && from_plan.iter().all(|p| !p.whole_document));
+    assert!(from_plan.len() < lib.chunks(plan).unwrap().len());
+    let chars: usize = from_plan.iter().map(|p| p.text.chars().count()).sum();
+    assert!(chars <= answer::CONTEXT_BUDGET_CHARS / 3, "{chars}");
+    // Best first: the passage that mentions the damp patch made it in.
+    assert!(from_plan.iter().any(|p| p.text.contains("damp patch")));
+    assert!(
+        a.context
+            .iter()
+            .any(|p| p.doc == mortgage && p.whole_document)
+    );
+}
+
+#[test]
+fn without_a_mention_the_lanes_pick_and_the_answer_says_which() {
+    let (_d, mut lib) = library();
+    let a = lib
+        .ask("what is a loan-to-value ratio", &Answerer::Extractive)
+        .unwrap();
+    let mortgage = id_of(&lib, "docs/mortgage-rates.html");
+    assert!(!a.context.is_empty());
+    assert!(a.context.iter().all(|p| p.found
+        != Found::Mention {
+            token: String::new()
+        }));
+    assert!(
+        a.context
+            .iter()
+            .any(|p| p.doc == mortgage && p.found == Found::TopicLane)
+    );
+    let (_, check) = answered(&a.outcome);
+    assert!(check.all_verified());
+
+    // Nothing about it: an explicit "no context", never an empty answer.
+    let a = lib
+        .ask("quantum chromodynamics on a lattice", &Answerer::Extractive)
+        .unwrap();
+    match &a.outcome {
+        Outcome::NoContext { reason } => assert!(reason.contains("@doc:"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn unknown_and_ambiguous_mentions_are_errors_with_suggestions() {
+    let (_d, mut lib) = library();
+    match lib.ask("@doc:mortage-rate please", &Answerer::Extractive) {
+        Err(e @ Error::Mention { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("did you mean") && msg.contains("Mortgage"),
+                "{msg}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match lib.ask("@doc:sourdough", &Answerer::Extractive) {
+        Err(e @ Error::Mention { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("fits 2 documents"), "{msg}");
+            assert!(
+                msg.contains("sourdough-starter.md") && msg.contains("sourdough-starter-copy.md")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_check_catches_a_passage_that_is_not_in_the_document_it_names() {
+    let (_d, mut lib) = library();
+    let doc = id_of(&lib, "docs/sourdough-starter.md");
+    let other = id_of(&lib, "docs/mortgage-rates.html");
+    let a = lib
+        .ask(&format!("feeding @doc:{doc}"), &Answerer::Extractive)
+        .unwrap();
+    let mut context = a.context.clone();
+    context[0].doc = other; // claims the mortgage page holds a sourdough passage
+    let quote = context[0].text.clone();
+    let checked = answer::check(
+        lib.store(),
+        vec![
+            Draft {
+                text: quote.clone(),
+                citations: vec![1],
+            },
+            Draft {
+                text: "Made up words that are nowhere.".into(),
+                citations: vec![2],
+            },
+        ],
+        &context,
+        true,
+    )
+    .unwrap();
+    match &checked[0].check {
+        Check::Invalid { problems } => {
+            assert!(problems[0].contains("not in that document"), "{problems:?}")
+        }
+        c => panic!("{c:?}"),
+    }
+    match &checked[1].check {
+        Check::Invalid { problems } => {
+            assert!(problems[0].contains("does not occur"), "{problems:?}")
+        }
+        c => panic!("{c:?}"),
+    }
+}
+
+/// A loopback OpenAI-compatible server: `/<name>/v1/chat/completions`
+/// replays fixtures/llm/<name>.json; `/error/...` answers HTTP 500. The
+/// request bodies it saw are kept.
+fn replay_server() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut data = Vec::new();
+            let mut buf = [0u8; 8192];
+            // Read the head, then the body by Content-Length.
+            let body_start = loop {
+                let n = stream.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    break None;
+                }
+                data.extend_from_slice(&buf[..n]);
+                if let Some(p) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(p + 4);
+                }
+            };
+            let Some(body_start) = body_start else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&data[..body_start]).to_string();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap())
+                })
+                .unwrap_or(0);
+            while data.len() < body_start + len {
+                let n = stream.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                data.extend_from_slice(&buf[..n]);
+            }
+            log.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&data[body_start..]).to_string());
+            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let name = path
+                .trim_start_matches('/')
+                .split('/')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let (status, body) = match std::fs::read_to_string(
+                fixtures().join("llm").join(format!("{name}.json")),
+            ) {
+                Ok(b) if path.ends_with("/v1/chat/completions") => ("200 OK", b),
+                _ if name == "error" => (
+                    "500 Internal Server Error",
+                    "{\"error\":\"model not loaded\"}".to_string(),
+                ),
+                _ => ("404 Not Found", "{}".to_string()),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (format!("http://{addr}"), seen)
+}
+
+#[test]
+fn an_llm_answer_is_checked_citation_by_citation() {
+    let (_d, mut lib) = library();
+    let doc = id_of(&lib, "docs/sourdough-starter.md");
+    let (server, seen) = replay_server();
+    let llm = |name: &str| {
+        Answerer::Llm(LlmConfig::new(
+            &format!("{server}/{name}/v1"),
+            "qwen2.5-0.5b-instruct",
+        ))
+    };
+    let message = format!("how do I feed my starter? @doc:{doc}");
+
+    let a = lib.ask(&message, &llm("cited")).unwrap();
+    let (statements, check) = answered(&a.outcome);
+    assert_eq!((check.statements, check.verified), (2, 2), "{statements:?}");
+    assert_eq!(
+        statements[1].citations,
+        vec![2],
+        "a stray [2] joins its sentence"
+    );
+    // The prompt carried the numbered passages and the rule to cite.
+    let request: serde_json::Value = serde_json::from_str(&seen.lock().unwrap()[0]).unwrap();
+    assert_eq!(request["model"], "qwen2.5-0.5b-instruct");
+    let user = request["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("[1] (Sourdough Starter")
+            && user.contains("Question: how do I feed my starter?")
+    );
+    assert!(
+        request["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("square brackets")
+    );
+
+    let a = lib.ask(&message, &llm("uncited")).unwrap();
+    let (statements, check) = answered(&a.outcome);
+    assert_eq!((check.verified, check.uncited, check.invalid), (1, 1, 1));
+    assert_eq!(statements[1].check, Check::Uncited);
+    match &statements[2].check {
+        Check::Invalid { problems } => assert!(
+            problems[0].contains("[9] is not one of the"),
+            "{problems:?}"
+        ),
+        c => panic!("{c:?}"),
+    }
+
+    // A server error is a loud failure, never an empty answer.
+    let a = lib.ask(&message, &llm("error")).unwrap();
+    match &a.outcome {
+        Outcome::Failed { reason } => assert!(
+            reason.contains("HTTP 500") && reason.contains("model not loaded"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let a = lib
+        .ask(
+            &message,
+            &Answerer::Llm(LlmConfig::new(&format!("http://{closed}/v1"), "m")),
+        )
+        .unwrap();
+    assert!(
+        matches!(&a.outcome, Outcome::Failed { reason } if reason.contains("could not be reached"))
+    );
+}

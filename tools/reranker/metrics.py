@@ -1,0 +1,47 @@
+"""Ranking metrics shared by training and export checks."""
+
+from collections import defaultdict
+
+
+def auc(scores, labels):
+    """Probability that a random positive outscores a random negative (ties half)."""
+    pos = [s for s, y in zip(scores, labels) if y == 1]
+    neg = sorted(s for s, y in zip(scores, labels) if y == 0)
+    if not pos or not neg:
+        return float("nan")
+    import bisect
+
+    total = 0.0
+    for p in pos:
+        lo = bisect.bisect_left(neg, p)
+        hi = bisect.bisect_right(neg, p)
+        total += lo + 0.5 * (hi - lo)
+    return total / (len(pos) * len(neg))
+
+
+def pairwise_accuracy(scores, labels, groups):
+    """Within each query, the share of (positive, negative) pairs ordered right."""
+    by = defaultdict(lambda: ([], []))
+    for s, y, g in zip(scores, labels, groups):
+        by[g][0 if y == 1 else 1].append(s)
+    right = total = 0
+    for pos, neg in by.values():
+        for p in pos:
+            for n in neg:
+                total += 1
+                right += p > n
+    return right / total if total else float("nan")
+
+
+def order_agreement(a, b, groups):
+    """Within each query, the share of candidate pairs that a and b order alike."""
+    by = defaultdict(list)
+    for x, y, g in zip(a, b, groups):
+        by[g].append((x, y))
+    same = total = 0
+    for items in by.values():
+        for i in range(len(items)):
+            for j in range(i + 1, len(items)):
+                total += 1
+                same += (items[i][0] - items[j][0]) * (items[i][1] - items[j][1]) > 0
+    return same / total if total else float("nan")

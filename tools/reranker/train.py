@@ -1,0 +1,175 @@
+"""Fine-tunes the subject lane's cross-encoder: BERT sequence classification
+with one logit, from the all-MiniLM-L6-v2 weights, on the pairs `pairs.py`
+mined. Pointwise binary cross-entropy, so logit 0 means "as likely about it
+as not" and the lane's floor has a meaning. Deterministic for a given seed
+(CPU kernels, deterministic algorithms, fixed batch order).
+
+Writes the fine-tuned model (safetensors + tokenizer) and held-out metrics,
+including the bi-encoder's cosine on the same held-out pairs as a baseline.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np
+import torch
+from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+
+from metrics import auc, pairwise_accuracy
+
+
+def batches(rows, tok, size, max_length, rng):
+    """Length-bucketed batches: shuffle, sort within windows of 50 batches,
+    shuffle the batches. Little padding, order fixed by the seed."""
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    window = size * 50
+    out = []
+    for w in range(0, len(order), window):
+        chunk = sorted(order[w : w + window], key=lambda i: len(rows[i]["query"]) + len(rows[i]["text"]))
+        out += [chunk[b : b + size] for b in range(0, len(chunk), size)]
+    rng.shuffle(out)
+    for b in out:
+        enc = tok(
+            [rows[i]["query"] for i in b],
+            [rows[i]["text"] for i in b],
+            truncation="only_second",
+            max_length=max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        yield enc, torch.tensor([float(rows[i]["label"]) for i in b])
+
+
+@torch.no_grad()
+def score(model, tok, rows, max_length, size=64):
+    model.eval()
+    out = []
+    for b in range(0, len(rows), size):
+        part = rows[b : b + size]
+        enc = tok([r["query"] for r in part], [r["text"] for r in part], truncation="only_second",
+                  max_length=max_length, padding=True, return_tensors="pt")
+        out += model(**enc).logits[:, 0].tolist()
+    return out
+
+
+@torch.no_grad()
+def cosines(base_dir, tok, rows, max_length, size=64):
+    """The bi-encoder baseline: mean-pooled all-MiniLM-L6-v2 cosine."""
+    enc_model = AutoModel.from_pretrained(base_dir).eval()
+
+    def embed(texts):
+        vs = []
+        for b in range(0, len(texts), size):
+            e = tok(texts[b : b + size], truncation=True, max_length=256, padding=True, return_tensors="pt")
+            h = enc_model(**e).last_hidden_state
+            m = e["attention_mask"].unsqueeze(-1).float()
+            v = (h * m).sum(1) / m.sum(1)
+            vs.append(torch.nn.functional.normalize(v, dim=-1))
+        return torch.cat(vs)
+
+    q = embed([r["query"] for r in rows])
+    t = embed([r["text"] for r in rows])
+    return (q * t).sum(-1).tolist()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("pairs")
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=4e-5)
+    ap.add_argument("--warmup", type=float, default=0.1)
+    ap.add_argument("--max-length", type=int, default=192)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=0, help="train on the first N pairs only (smoke runs)")
+    args = ap.parse_args()
+
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(args.threads)
+
+    rows = [json.loads(line) for line in open(args.pairs)]
+    train = [r for r in rows if r["split"] == "train"]
+    held = [r for r in rows if r["split"] == "heldout"]
+    if args.limit:
+        train = train[: args.limit]
+
+    tok = AutoTokenizer.from_pretrained(args.base)
+    model = AutoModelForSequenceClassification.from_pretrained(args.base, num_labels=1)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    steps = args.epochs * math.ceil(len(train) / args.batch_size)
+    warm = int(steps * args.warmup)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (s + 1) / max(1, warm) if s < warm else max(0.0, (steps - s) / max(1, steps - warm))
+    )
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    rng = random.Random(args.seed)
+
+    print(f"train: {len(train)} pairs, {len(held)} held out, {steps} steps, batch {args.batch_size}, "
+          f"lr {args.lr}, max_length {args.max_length}, {args.threads} threads", flush=True)
+    started = time.time()
+    step, seen, running = 0, 0, 0.0
+    for epoch in range(args.epochs):
+        model.train()
+        for enc, labels in batches(train, tok, args.batch_size, args.max_length, rng):
+            logits = model(**enc).logits[:, 0]
+            loss = loss_fn(logits, labels)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            step += 1
+            seen += len(labels)
+            running = 0.98 * running + 0.02 * loss.item() if step > 1 else loss.item()
+            if step % 50 == 0 or step == steps:
+                el = time.time() - started
+                rate = seen / el
+                eta = (steps * args.batch_size - seen) / rate
+                print(f"  step {step}/{steps}  loss {running:.4f}  {rate:.1f} pairs/s  "
+                      f"elapsed {el / 60:.1f} min  eta {eta / 60:.1f} min", flush=True)
+    train_s = time.time() - started
+
+    os.makedirs(args.out, exist_ok=True)
+    model.save_pretrained(args.out)
+    tok.save_pretrained(args.out)
+
+    logits = score(model, tok, held, args.max_length)
+    cos = cosines(args.base, tok, held, args.max_length)
+    labels = [r["label"] for r in held]
+    groups = [r["group"] for r in held]
+    metrics = {
+        "train_pairs": len(train),
+        "heldout_pairs": len(held),
+        "heldout_pages": len({r["text"] for r in held if r["label"] == 1 and r["kind"] != "section"}),
+        "train_seconds": round(train_s, 1),
+        "pairs_per_second": round(len(train) * args.epochs / train_s, 2),
+        "hyperparameters": {k: getattr(args, k) for k in ("seed", "epochs", "batch_size", "lr", "warmup", "max_length", "threads")},
+        "heldout": {
+            "reranker": {"auc": auc(logits, labels), "pairwise_accuracy": pairwise_accuracy(logits, labels, groups),
+                         "positives_above_0": float(np.mean([l > 0 for l, y in zip(logits, labels) if y == 1])),
+                         "negatives_below_0": float(np.mean([l < 0 for l, y in zip(logits, labels) if y == 0]))},
+            "cosine": {"auc": auc(cos, labels), "pairwise_accuracy": pairwise_accuracy(cos, labels, groups)},
+        },
+    }
+    with open(os.path.join(args.out, "train_metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=2)
+    print(json.dumps(metrics["heldout"], indent=2))
+    print(f"train: {train_s / 60:.1f} min", flush=True)
+
+
+if __name__ == "__main__":
+    main()
