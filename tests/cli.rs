@@ -256,6 +256,19 @@ fn doctor_and_add_say_what_to_do_when_models_are_missing() {
     );
     assert_eq!(ok["runtime"]["status"], "ok");
     assert_eq!(ok["embedder"]["status"], "ok");
+    // The shipped cross-encoder is the default, named by its fingerprint.
+    assert_eq!(ok["reranker"]["status"], "ok");
+    assert!(
+        ok["reranker"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!(
+                "carrel-ce-v1@{}",
+                carrel::lanes::subject::RERANK_FLOOR_MODEL
+            )),
+        "{}",
+        ok["reranker"]
+    );
     assert!(
         ok["fingerprints"]["chunk"]
             .as_str()
@@ -286,17 +299,18 @@ fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
         .clone();
     let v = json(&out);
     assert_eq!(v["query"], "how to lubricate a bike chain");
-    assert_eq!(
-        v["subject"]["state"], "unavailable",
-        "no cross-encoder ships yet"
-    );
+    // The shipped cross-encoder admits the chain page, on its own scale.
+    assert_eq!(v["subject"]["state"], "ready");
+    let subject = &v["subject"]["hits"][0];
+    assert_eq!(subject["title"], "Bicycle Chain Maintenance");
+    assert!(subject["rerank"].as_f64().unwrap() >= 1.9);
+    assert_eq!(subject["calibrated"], true);
     assert!(
-        v["subject"]["reason"]
+        subject["scorer"]
             .as_str()
             .unwrap()
-            .contains("cross-encoder")
+            .starts_with("cross-encoder:carrel-ce-v1@")
     );
-    assert_eq!(v["subject"]["hits"].as_array().unwrap().len(), 0);
     assert_eq!(v["topic"]["state"], "ready");
     assert!(v["topic"]["vetoed"].is_u64());
     let hit = &v["topic"]["hits"][0];
@@ -323,7 +337,7 @@ fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|c| c["decision"] == "reranker_unavailable")
+            .any(|c| c["decision"] == "admitted" && c["rerank"].is_number())
     );
 
     let log = json(

@@ -38,9 +38,12 @@ pub fn record(store: &mut Store, query: &str, lanes: &[LaneLog<'_>]) -> Result<(
         for (lane, candidates, cosine_scorer, ce_scorer) in lanes {
             for c in *candidates {
                 let (score, scale, scorer, calibrated) = match (c.rerank, ce_scorer) {
-                    (Some(logit), Some(ce)) => {
-                        (logit.0 as f64, "rerank_logit", ce.to_string(), true)
-                    }
+                    (Some(logit), Some(ce)) => (
+                        logit.0 as f64,
+                        "rerank_logit",
+                        ce.to_string(),
+                        super::subject::floor_calibrated_for(&ce.model),
+                    ),
                     _ => (
                         c.cosine.0 as f64,
                         "cosine",

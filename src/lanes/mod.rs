@@ -28,9 +28,13 @@ pub use score::{Cosine, Floor, RerankLogit, ScorerId, ScorerKind};
 /// Chunks fetched by KNN before taking the best passage per document; wide
 /// enough that a long document's many passages do not crowd out the rest.
 pub const TOPIC_CANDIDATES: usize = 100;
-/// Cards fetched by KNN for the subject lane. Rank 31–40 stays visible to the
-/// cross-encoder, which may promote it.
-pub const SUBJECT_CANDIDATES: usize = 40;
+/// Cards fetched by KNN for the subject lane; the eligible ones all go to the
+/// cross-encoder, which may promote any of them. It is the lane's cost: with
+/// carrel-ce-v1 on one thread, 40 cards took 741 ms p50 and 998 ms p95 per
+/// query on Cranfield (where long queries make most cards eligible); 20 take
+/// about half (333 / 443 ms) with the same Cranfield figures. On
+/// fixtures/labelled every relevant card is first by cosine already.
+pub const SUBJECT_CANDIDATES: usize = 20;
 /// The cross-encoder's time budget per query; past it the lane is
 /// unavailable (never silently cosine-ordered).
 pub const RERANK_BUDGET: Duration = Duration::from_secs(3);

@@ -64,8 +64,11 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
             elapsed = (time.perf_counter() - started) * 1000
             self.assertFalse(r.is_error)
             v = json.loads(text_of(r))
-            self.assertEqual(v["subject"]["state"], "unavailable")
-            self.assertIn("cross-encoder", v["subject"]["reason"])
+            subject = v["subject"]["hits"][0]
+            self.assertEqual(v["subject"]["state"], "ready")
+            self.assertEqual(subject["title"], "Bicycle Chain Maintenance")
+            self.assertTrue(subject["scorer"].startswith("cross-encoder:carrel-ce-v1@"))
+            self.assertTrue(subject["locations"][0]["source"].endswith("bicycle-chain.md"))
             hit = v["topic"]["hits"][0]
             self.assertEqual(hit["title"], "Bicycle Chain Maintenance")
             self.assertTrue(hit["locations"][0]["source"].endswith("bicycle-chain.md"))

@@ -45,3 +45,14 @@ def order_agreement(a, b, groups):
                 total += 1
                 same += (items[i][0] - items[j][0]) * (items[i][1] - items[j][1]) > 0
     return same / total if total else float("nan")
+
+
+def recall_at_fpr(scores, labels, fpr):
+    """Share of positives above the threshold that lets through `fpr` of the
+    negatives: how much a floor that keeps noise out still admits."""
+    neg = sorted((s for s, y in zip(scores, labels) if y == 0), reverse=True)
+    pos = [s for s, y in zip(scores, labels) if y == 1]
+    if not neg or not pos:
+        return float("nan")
+    t = neg[min(len(neg) - 1, int(len(neg) * fpr))]
+    return sum(p > t for p in pos) / len(pos)

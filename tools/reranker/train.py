@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
-from metrics import auc, pairwise_accuracy
+from metrics import auc, pairwise_accuracy, recall_at_fpr
 
 
 def batches(rows, tok, size, max_length, rng):
@@ -160,9 +160,13 @@ def main():
         "hyperparameters": {k: getattr(args, k) for k in ("seed", "epochs", "batch_size", "lr", "warmup", "max_length", "threads")},
         "heldout": {
             "reranker": {"auc": auc(logits, labels), "pairwise_accuracy": pairwise_accuracy(logits, labels, groups),
+                         "recall_at_fpr_0.01": recall_at_fpr(logits, labels, 0.01),
+                         "recall_at_fpr_0.05": recall_at_fpr(logits, labels, 0.05),
                          "positives_above_0": float(np.mean([l > 0 for l, y in zip(logits, labels) if y == 1])),
                          "negatives_below_0": float(np.mean([l < 0 for l, y in zip(logits, labels) if y == 0]))},
-            "cosine": {"auc": auc(cos, labels), "pairwise_accuracy": pairwise_accuracy(cos, labels, groups)},
+            "cosine": {"auc": auc(cos, labels), "pairwise_accuracy": pairwise_accuracy(cos, labels, groups),
+                       "recall_at_fpr_0.01": recall_at_fpr(cos, labels, 0.01),
+                       "recall_at_fpr_0.05": recall_at_fpr(cos, labels, 0.05)},
         },
     }
     with open(os.path.join(args.out, "train_metrics.json"), "w") as f:
