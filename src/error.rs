@@ -15,6 +15,18 @@ pub enum Error {
     #[error("no document with id {0}; run `carrel list` to see the ids in this library")]
     UnknownDocument(i64),
 
+    #[error("no watch with id {0}; run `carrel watch list` to see the ids")]
+    UnknownWatch(i64),
+
+    #[error("{0} is not a folder; watch a folder or an http(s) URL")]
+    NotAFolder(std::path::PathBuf),
+
+    #[error("bad pattern `{0}`: {1}")]
+    BadPattern(String, String),
+
+    #[error("watching failed: {0}")]
+    Watch(String),
+
     #[error("`{0}` does not exist")]
     MissingSource(PathBuf),
 

@@ -17,6 +17,7 @@ pub mod lanes;
 pub mod mcp;
 pub mod models;
 pub mod store;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 
@@ -283,6 +284,26 @@ impl Library {
         &self.config
     }
 
+    pub fn watches(&self) -> Result<Vec<store::Watch>> {
+        self.store.watches()
+    }
+
+    /// Adds a watch (or finds the one on the same target): `(id, created)`.
+    pub fn add_watch(&mut self, w: &store::NewWatch) -> Result<(i64, bool)> {
+        self.store.add_watch(w)
+    }
+
+    /// Stops watching; the documents stay.
+    pub fn remove_watch(&mut self, id: i64) -> Result<()> {
+        self.store.remove_watch(id)
+    }
+
+    /// Gives document `keep` the source of the fresh row `fresh` (a rename).
+    pub fn move_document(&mut self, keep: i64, fresh: i64) -> Result<()> {
+        self.cache = lanes::Cache::default();
+        self.store.move_document(keep, fresh)
+    }
+
     /// The newest entries of the retrieval log.
     pub fn log(&self, limit: usize) -> Result<Vec<lanes::log::LogEntry>> {
         lanes::log::read(&self.store, limit)
@@ -310,6 +331,22 @@ impl Library {
 
     /// The pipeline over already expanded sources (files may vanish between
     /// listing and reading; they are then listed as broken).
+    /// [`Library::add_sources`] with private-address URLs allowed or not for
+    /// this call only (a watch carries its own permission).
+    pub fn add_sources_with(
+        &mut self,
+        sources: &[ingest::Source],
+        failed: Vec<ingest::Failure>,
+        allow_private: bool,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<AddReport> {
+        let saved = self.config.limits.allow_private_urls;
+        self.config.limits.allow_private_urls = allow_private;
+        let r = self.add_sources(sources, failed, progress);
+        self.config.limits.allow_private_urls = saved;
+        r
+    }
+
     pub fn add_sources(
         &mut self,
         sources: &[ingest::Source],

@@ -128,10 +128,12 @@ pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
         doc: d.id,
         title: d.title.clone(),
     };
-    if let Ok(id) = key.parse::<i64>() {
-        if let Some(d) = docs.iter().find(|d| d.id == id) {
-            return resolved(d);
-        }
+    if let Some(d) = key
+        .parse::<i64>()
+        .ok()
+        .and_then(|id| docs.iter().find(|d| d.id == id))
+    {
+        return resolved(d);
     }
     let key = slug(key);
     if key.is_empty() {
@@ -140,10 +142,7 @@ pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
         };
     }
     let slugs = |d: &DocumentRow| [slug(&d.title), stem_slug(&d.source)];
-    let exact: Vec<&DocumentRow> = docs
-        .iter()
-        .filter(|d| slugs(d).iter().any(|s| *s == key))
-        .collect();
+    let exact: Vec<&DocumentRow> = docs.iter().filter(|d| slugs(d).contains(&key)).collect();
     let matches = if exact.is_empty() {
         docs.iter()
             .filter(|d| slugs(d).iter().any(|s| s.starts_with(&key)))

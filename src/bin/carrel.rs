@@ -40,6 +40,36 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum WatchCommand {
+    /// Watch a folder (recursively) or an http(s) URL; syncs it once now
+    Add {
+        #[arg(value_name = "DIR_OR_URL")]
+        target: String,
+        /// Seconds between full syncs (URL re-fetch; folders also sync on file events)
+        #[arg(long, default_value_t = carrel::watch::DEFAULT_INTERVAL_S)]
+        interval: u64,
+        /// Only files matching these gitignore-style patterns (repeatable)
+        #[arg(long)]
+        include: Vec<String>,
+        /// Leave out files matching these gitignore-style patterns (repeatable)
+        #[arg(long)]
+        exclude: Vec<String>,
+        /// Allow a URL on a loopback, private or link-local address
+        #[arg(long)]
+        allow_private: bool,
+    },
+    /// List watches with when they last synced and how
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop watching (the documents stay in the library)
+    Rm { id: i64 },
+    /// Keep every watch in sync until interrupted (Ctrl-C or SIGTERM)
+    Run,
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Add files, folders (recursively) or URLs
     Add {
@@ -107,6 +137,11 @@ enum Command {
         llm_model: Option<String>,
         #[arg(long)]
         json: bool,
+    },
+    /// Watched folders and URLs, kept in sync
+    Watch {
+        #[command(subcommand)]
+        command: WatchCommand,
     },
     /// Score both lanes and an FTS5 BM25 baseline on labelled data (BEIR layout)
     Eval {
@@ -211,6 +246,18 @@ fn progress_bar() -> ProgressBar {
     bar
 }
 
+/// Ingest progress on the bar: files done of total, failures, current file.
+fn show_progress(bar: &ProgressBar, p: &carrel::Progress) {
+    bar.set_length(p.total as u64);
+    bar.set_position(p.done as u64);
+    let name = p.current.rsplit('/').next().unwrap_or("");
+    bar.set_message(if p.failed > 0 {
+        format!("{} failed  {name}", p.failed)
+    } else {
+        name.to_string()
+    });
+}
+
 fn print_json<T: Serialize>(value: &T) {
     println!(
         "{}",
@@ -231,16 +278,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             };
             let mut lib = open_with(&cli, limits)?;
             let bar = progress_bar();
-            let report = lib.add(inputs, &mut |p| {
-                bar.set_length(p.total as u64);
-                bar.set_position(p.done as u64);
-                let name = p.current.rsplit('/').next().unwrap_or("");
-                bar.set_message(if p.failed > 0 {
-                    format!("{} failed  {name}", p.failed)
-                } else {
-                    name.to_string()
-                });
-            })?;
+            let report = lib.add(inputs, &mut |p| show_progress(&bar, p))?;
             bar.finish_and_clear();
             if *json {
                 print_json(&report);
@@ -388,6 +426,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             println!("removed {id}  {title}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Watch { command } => watch(&cli, command),
         Command::Ask {
             message,
             llm_url,
@@ -555,6 +594,127 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             } else {
                 ExitCode::FAILURE
             })
+        }
+    }
+}
+
+fn ago(t: i64) -> String {
+    let s = (carrel::store::now() - t).max(0);
+    match s {
+        0..60 => format!("{s} s ago"),
+        60..3600 => format!("{} min ago", s / 60),
+        3600..86400 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86400),
+    }
+}
+
+fn print_sync(r: &carrel::watch::SyncReport) {
+    let mut line = format!(
+        "synced {}: {} added, {} unchanged, {} renamed, {} removed, {} failed",
+        r.target,
+        r.added,
+        r.unchanged,
+        r.renamed,
+        r.removed,
+        r.failed.len()
+    );
+    if let Some(e) = &r.error {
+        line.push_str(&format!(" ({e})"));
+    }
+    eprintln!("{line}");
+    for f in &r.failed {
+        eprintln!("  failed: {}: {}", f.source, f.reason);
+    }
+}
+
+fn watch(cli: &Cli, command: &WatchCommand) -> Result<ExitCode, Error> {
+    match command {
+        WatchCommand::Add {
+            target,
+            interval,
+            include,
+            exclude,
+            allow_private,
+        } => {
+            let w = carrel::watch::new_watch(
+                target,
+                *interval,
+                include.clone(),
+                exclude.clone(),
+                *allow_private,
+            )?;
+            let mut lib = open(cli)?;
+            let (id, created) = lib.add_watch(&w)?;
+            let w = lib
+                .watches()?
+                .into_iter()
+                .find(|w| w.id == id)
+                .expect("just added");
+            println!(
+                "{} watch {id}: {}",
+                if created { "added" } else { "already there:" },
+                w.target
+            );
+            let bar = progress_bar();
+            let r = carrel::watch::sync(&mut lib, &w, &mut |p| show_progress(&bar, p))?;
+            bar.finish_and_clear();
+            print_sync(&r);
+            Ok(if r.error.is_some() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        WatchCommand::List { json } => {
+            let watches = open(cli)?.watches()?;
+            if *json {
+                print_json(&watches);
+            } else if watches.is_empty() {
+                println!("No watches. Add one with `carrel watch add DIR_OR_URL`.");
+            } else {
+                println!(
+                    "{:>4}  {:<6} {:>8}  {:<22} TARGET",
+                    "ID", "KIND", "INTERVAL", "SYNCED"
+                );
+                for w in &watches {
+                    let synced = match (&w.synced_at, &w.last_error) {
+                        (None, _) => "never".to_string(),
+                        (Some(t), None) => ago(*t),
+                        (Some(t), Some(e)) => format!("{}, FAILED: {e}", ago(*t)),
+                    };
+                    let kind = match w.kind {
+                        carrel::store::WatchKind::Folder => "folder",
+                        carrel::store::WatchKind::Url => "url",
+                    };
+                    println!(
+                        "{:>4}  {:<6} {:>7}s  {:<22} {}",
+                        w.id, kind, w.interval_s, synced, w.target
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        WatchCommand::Rm { id } => {
+            open(cli)?.remove_watch(*id)?;
+            println!("stopped watching {id} (its documents stay; `carrel rm` removes them)");
+            Ok(ExitCode::SUCCESS)
+        }
+        WatchCommand::Run => {
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, stop.clone())
+                    .map_err(|e| Error::Watch(format!("cannot handle signals: {e}")))?;
+            }
+            let mut lib = open(cli)?;
+            if lib.watches()?.is_empty() {
+                eprintln!(
+                    "No watches yet; `carrel watch add DIR_OR_URL` adds one (picked up while this runs)."
+                );
+            }
+            eprintln!("watching; Ctrl-C stops");
+            carrel::watch::run(&mut lib, &stop, &mut print_sync)?;
+            eprintln!("stopped");
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

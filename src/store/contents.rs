@@ -118,10 +118,8 @@ impl Store {
                     Ok((r.get(0)?, r.get(1)?))
                 })
                 .optional()?;
-            if let Some((distance, fp)) = row {
-                if fp == fingerprint {
-                    out.push((chunk.id, Cosine::from_distance(distance)));
-                }
+            if let Some((distance, _)) = row.filter(|(_, fp)| fp == fingerprint) {
+                out.push((chunk.id, Cosine::from_distance(distance)));
             }
         }
         Ok(out)

@@ -6,6 +6,7 @@
 mod contents;
 mod documents;
 mod schema;
+mod watches;
 
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -15,6 +16,7 @@ use rusqlite::Connection;
 pub use contents::{ChunkRow, NewChunk, StaleContent};
 pub use documents::{Density, DocumentRow, DocumentState, NewDocument, SourceStamp};
 pub use schema::SCHEMA_VERSION;
+pub use watches::{NewWatch, Watch, WatchKind};
 
 use crate::error::{Error, Result};
 
@@ -103,7 +105,8 @@ pub(crate) fn vector_blob(v: &[f32]) -> &[u8] {
     zerocopy::IntoBytes::as_bytes(v)
 }
 
-pub(crate) fn now() -> i64 {
+/// Seconds since the Unix epoch, as every timestamp in the library.
+pub fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)

@@ -83,6 +83,21 @@ const MIGRATIONS: &[&str] = &[
         decision   TEXT NOT NULL
     );
     "#,
+    // 3: watched folders and URLs, kept in sync by `carrel watch run` and the app.
+    r#"
+    CREATE TABLE watches (
+        id            INTEGER PRIMARY KEY,
+        target        TEXT NOT NULL UNIQUE,
+        kind          TEXT NOT NULL CHECK (kind IN ('folder', 'url')),
+        interval_s    INTEGER NOT NULL,
+        include       TEXT NOT NULL,
+        exclude       TEXT NOT NULL,
+        allow_private INTEGER NOT NULL,
+        created_at    INTEGER NOT NULL,
+        synced_at     INTEGER,
+        last_error    TEXT
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

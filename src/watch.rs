@@ -1,0 +1,299 @@
+//! Watched folders and URLs, kept in sync. One sync reconciles a watch with
+//! the library: new and changed files go through the ingest pipeline (which
+//! skips unchanged files by size and mtime, then by content hash), a file
+//! whose content reappears under another name keeps its document id without
+//! being embedded again, and documents whose files are gone are removed
+//! (their content is collected once nothing points at it). A folder that is
+//! itself missing removes nothing: an unmounted drive must not empty the
+//! library.
+//!
+//! [`run`] keeps every watch in sync until told to stop: file events (via
+//! notify-debouncer-full) trigger a folder's sync, and each watch is synced
+//! again after its interval (URLs are re-fetched then).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::extract::Kind;
+use crate::ingest::{Failure, Source};
+use crate::store::{NewWatch, Watch, WatchKind};
+use crate::{Library, Progress};
+
+/// Default seconds between syncs of a watch without events (URL re-fetch).
+pub const DEFAULT_INTERVAL_S: u64 = 3600;
+
+/// Left out of every folder watch, on top of hidden files: build output,
+/// dependency caches and editor droppings.
+pub const DEFAULT_EXCLUDE: &[&str] = &[
+    "node_modules/",
+    "target/",
+    "__pycache__/",
+    "*.tmp",
+    "*.swp",
+    "*~",
+    "~$*",
+];
+
+/// What one sync did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SyncReport {
+    pub watch: i64,
+    pub target: String,
+    pub added: usize,
+    pub unchanged: usize,
+    pub renamed: usize,
+    pub removed: usize,
+    pub failed: Vec<Failure>,
+    /// Why the watch itself could not be synced (folder missing, ...).
+    pub error: Option<String>,
+}
+
+/// A watch as the user names it: a folder (made absolute) or an http(s) URL.
+pub fn new_watch(
+    target: &str,
+    interval_s: u64,
+    include: Vec<String>,
+    exclude: Vec<String>,
+    allow_private: bool,
+) -> Result<NewWatch> {
+    let (target, kind) = if target.starts_with("http://") || target.starts_with("https://") {
+        (target.to_string(), WatchKind::Url)
+    } else {
+        let path = std::path::absolute(target).map_err(|e| Error::io(target, e))?;
+        if !path.is_dir() {
+            return Err(Error::NotAFolder(path));
+        }
+        (path.display().to_string(), WatchKind::Folder)
+    };
+    // Patterns are checked now, so a typo fails at `watch add`, not later.
+    if kind == WatchKind::Folder {
+        overrides(Path::new(&target), &include, &exclude)?;
+    }
+    Ok(NewWatch {
+        target,
+        kind,
+        interval_s,
+        include,
+        exclude,
+        allow_private,
+    })
+}
+
+fn overrides(
+    folder: &Path,
+    include: &[String],
+    exclude: &[String],
+) -> Result<ignore::overrides::Override> {
+    let mut b = ignore::overrides::OverrideBuilder::new(folder);
+    let bad = |p: &str, e: ignore::Error| Error::BadPattern(p.to_string(), e.to_string());
+    for p in include {
+        b.add(p).map_err(|e| bad(p, e))?;
+    }
+    for p in exclude
+        .iter()
+        .map(String::as_str)
+        .chain(DEFAULT_EXCLUDE.iter().copied())
+    {
+        b.add(&format!("!{p}")).map_err(|e| bad(p, e))?;
+    }
+    b.build()
+        .map_err(|e| Error::BadPattern(String::new(), e.to_string()))
+}
+
+/// The files a folder watch takes, in a stable order.
+pub fn folder_files(w: &Watch) -> Result<(Vec<PathBuf>, Vec<Failure>)> {
+    let folder = Path::new(&w.target);
+    let walker = ignore::WalkBuilder::new(folder)
+        .hidden(true)
+        .ignore(false)
+        .git_ignore(false)
+        .git_global(false)
+        .git_exclude(false)
+        .parents(false)
+        .follow_links(false)
+        .overrides(overrides(folder, &w.include, &w.exclude)?)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    let (mut files, mut failed) = (Vec::new(), Vec::new());
+    for entry in walker {
+        match entry {
+            Ok(e)
+                if e.file_type().is_some_and(|t| t.is_file())
+                    && Kind::from_extension(e.path()).is_some() =>
+            {
+                files.push(e.into_path())
+            }
+            Ok(_) => {}
+            Err(e) => failed.push(Failure {
+                source: w.target.clone(),
+                reason: format!("could not be listed: {e}"),
+            }),
+        }
+    }
+    Ok((files, failed))
+}
+
+/// Reconciles one watch with the library; records how it went on the watch.
+pub fn sync(
+    lib: &mut Library,
+    w: &Watch,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<SyncReport> {
+    let mut report = SyncReport {
+        watch: w.id,
+        target: w.target.clone(),
+        ..SyncReport::default()
+    };
+    match w.kind {
+        WatchKind::Folder => sync_folder(lib, w, &mut report, progress)?,
+        WatchKind::Url => {
+            let add = lib.add_sources_with(
+                &[Source::Url(w.target.clone())],
+                Vec::new(),
+                w.allow_private,
+                progress,
+            )?;
+            report.added = add.added;
+            report.unchanged = add.unchanged;
+            report.failed = add.failed;
+            report.error = report.failed.first().map(|f| f.reason.clone());
+        }
+    }
+    lib.store().record_sync(w.id, report.error.as_deref())?;
+    Ok(report)
+}
+
+fn sync_folder(
+    lib: &mut Library,
+    w: &Watch,
+    report: &mut SyncReport,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<()> {
+    if !Path::new(&w.target).is_dir() {
+        report.error =
+            Some("source missing: the folder is not there (its documents are kept)".into());
+        return Ok(());
+    }
+    let (files, failed) = folder_files(w)?;
+    let before = lib.store().documents_under(&w.target)?;
+    let sources: Vec<Source> = files.iter().cloned().map(Source::File).collect();
+    let add = lib.add_sources_with(&sources, failed, w.allow_private, progress)?;
+    report.added = add.added;
+    report.unchanged = add.unchanged;
+    report.failed = add.failed;
+
+    let present: HashSet<String> = files.iter().map(|p| p.display().to_string()).collect();
+    let before_ids: HashSet<i64> = before.iter().map(|(id, _, _)| *id).collect();
+    // Rows this sync created, by content: where a vanished file's content went.
+    let mut fresh: HashMap<i64, Vec<i64>> = HashMap::new();
+    for (id, _, content) in lib.store().documents_under(&w.target)? {
+        if let (false, Some(c)) = (before_ids.contains(&id), content) {
+            fresh.entry(c).or_default().push(id);
+        }
+    }
+    for (id, source, content) in before {
+        if present.contains(&source) {
+            continue;
+        }
+        let moved_to = content.and_then(|c| fresh.get_mut(&c).and_then(|v| v.pop()));
+        match moved_to {
+            Some(new_row) => {
+                lib.move_document(id, new_row)?;
+                report.renamed += 1;
+                report.added = report.added.saturating_sub(1);
+            }
+            None => {
+                lib.remove(id)?;
+                report.removed += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Keeps every watch in sync until `stop` is set: an initial sync of each,
+/// then file events and intervals. New watches (added by another process)
+/// are picked up within a few seconds. Each finished sync is reported.
+pub fn run(
+    lib: &mut Library,
+    stop: &AtomicBool,
+    report: &mut dyn FnMut(&SyncReport),
+) -> Result<()> {
+    use notify::RecursiveMode;
+    use notify_debouncer_full::new_debouncer;
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut debouncer = new_debouncer(Duration::from_millis(300), None, tx)
+        .map_err(|e| Error::Watch(e.to_string()))?;
+    let mut watched: HashSet<String> = HashSet::new();
+    let mut dirty: HashSet<i64> = HashSet::new();
+    let mut watches: Vec<Watch> = Vec::new();
+    let mut reloaded = Instant::now() - Duration::from_secs(60);
+    let mut first = true;
+    while !stop.load(Ordering::SeqCst) {
+        if reloaded.elapsed() >= Duration::from_secs(2) {
+            watches = lib.watches()?;
+            for w in &watches {
+                if w.kind == WatchKind::Folder && !watched.contains(&w.target) {
+                    match debouncer.watch(Path::new(&w.target), RecursiveMode::Recursive) {
+                        Ok(()) => {
+                            watched.insert(w.target.clone());
+                        }
+                        Err(e) => {
+                            lib.store()
+                                .record_sync(w.id, Some(&format!("cannot watch: {e}")))?;
+                        }
+                    }
+                }
+                let due = match w.synced_at {
+                    None => true,
+                    Some(t) => crate::store::now() - t >= w.interval_s as i64,
+                };
+                if first || due {
+                    dirty.insert(w.id);
+                }
+            }
+            first = false;
+            reloaded = Instant::now();
+        }
+        for w in watches.iter().filter(|w| dirty.contains(&w.id)) {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let r = sync(lib, w, &mut |_| {})?;
+            report(&r);
+        }
+        dirty.clear();
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Ok(events)) => {
+                for ev in events {
+                    if ev.kind.is_access() {
+                        continue;
+                    }
+                    for path in &ev.paths {
+                        for w in watches.iter().filter(|w| w.kind == WatchKind::Folder) {
+                            if path.starts_with(&w.target) {
+                                dirty.insert(w.id);
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(Err(errors)) => {
+                for e in errors {
+                    tracing::warn!("file watcher: {e}");
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Error::Watch("the file watcher stopped".into()));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! Watched folders: a sync reflects creates, edits, renames and deletes (a
+//! rename keeps its document id and embeds nothing), patterns and default
+//! junk are left out, a missing folder removes nothing, and `carrel watch
+//! run` picks up a new file and stops cleanly on SIGTERM.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use carrel::models::onnx::TEXTS_EMBEDDED;
+use carrel::watch::{self, new_watch};
+use common::*;
+
+fn labelled(name: &str) -> std::path::PathBuf {
+    fixtures().join("labelled/corpus").join(name)
+}
+
+fn source_of(lib: &carrel::Library, id: i64) -> String {
+    lib.document(id).unwrap().source
+}
+
+fn id_of(lib: &carrel::Library, path: &Path) -> Option<i64> {
+    let p = s(path);
+    lib.list()
+        .unwrap()
+        .into_iter()
+        .find(|d| d.source == p)
+        .map(|d| d.id)
+}
+
+#[test]
+fn a_sync_reflects_edits_renames_and_deletes_and_a_rename_embeds_nothing() {
+    let lib_dir = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let f = folder.path();
+    for name in [
+        "bicycle-chain.md",
+        "chess-openings.md",
+        "composting.md",
+        "tax-return.md",
+    ] {
+        std::fs::copy(labelled(name), f.join(name)).unwrap();
+    }
+    std::fs::create_dir(f.join("node_modules")).unwrap();
+    std::fs::copy(labelled("git-branching.md"), f.join("node_modules/git.md")).unwrap();
+    std::fs::copy(labelled("marathon-training.md"), f.join("draft.md")).unwrap();
+
+    let mut lib = open(lib_dir.path());
+    let w = new_watch(&s(f), 3600, vec![], vec!["draft.md".into()], false).unwrap();
+    let (id, created) = lib.add_watch(&w).unwrap();
+    assert!(created);
+    let w = lib
+        .watches()
+        .unwrap()
+        .into_iter()
+        .find(|w| w.id == id)
+        .unwrap();
+    let r = watch::sync(&mut lib, &w, &mut |_| {}).unwrap();
+    assert_eq!((r.added, r.removed, r.renamed), (4, 0, 0), "{r:?}");
+    assert!(
+        id_of(&lib, &f.join("node_modules/git.md")).is_none(),
+        "junk left out"
+    );
+    assert!(
+        id_of(&lib, &f.join("draft.md")).is_none(),
+        "--exclude honoured"
+    );
+
+    // Rename and move into a subfolder: same id, no model call.
+    let chain = id_of(&lib, &f.join("bicycle-chain.md")).unwrap();
+    std::fs::create_dir(f.join("bikes")).unwrap();
+    std::fs::rename(f.join("bicycle-chain.md"), f.join("bikes/chain.md")).unwrap();
+    let embedded = TEXTS_EMBEDDED.load(Ordering::SeqCst);
+    let r = watch::sync(&mut lib, &w, &mut |_| {}).unwrap();
+    assert_eq!((r.renamed, r.added, r.removed), (1, 0, 0), "{r:?}");
+    assert_eq!(source_of(&lib, chain), s(f.join("bikes/chain.md")));
+    assert_eq!(
+        TEXTS_EMBEDDED.load(Ordering::SeqCst),
+        embedded,
+        "a rename embeds nothing"
+    );
+
+    // An edit re-indexes that file under the same id.
+    let compost = id_of(&lib, &f.join("composting.md")).unwrap();
+    let mut text = std::fs::read_to_string(f.join("composting.md")).unwrap();
+    text.push_str("\n\n## Bokashi\n\nBokashi bran ferments kitchen scraps in a sealed bucket before they go on the heap.\n");
+    std::fs::write(f.join("composting.md"), text).unwrap();
+    let r = watch::sync(&mut lib, &w, &mut |_| {}).unwrap();
+    assert_eq!(r.added, 1, "{r:?}");
+    assert_eq!(id_of(&lib, &f.join("composting.md")), Some(compost));
+    let body: String = lib
+        .chunks(compost)
+        .unwrap()
+        .iter()
+        .map(|c| c.text.clone())
+        .collect();
+    assert!(body.contains("Bokashi bran"));
+
+    // A delete removes the document, and its content once nothing points at it.
+    let [_, contents_before, ..] = lib.store().counts().unwrap();
+    std::fs::remove_file(f.join("chess-openings.md")).unwrap();
+    let r = watch::sync(&mut lib, &w, &mut |_| {}).unwrap();
+    assert_eq!(r.removed, 1, "{r:?}");
+    let [docs, contents_after, ..] = lib.store().counts().unwrap();
+    assert_eq!((docs, contents_after), (3, contents_before - 1));
+
+    // The folder itself gone (an unmounted drive): nothing is removed.
+    let moved = tempfile::tempdir().unwrap();
+    std::fs::rename(f, moved.path().join("away")).unwrap();
+    let r = watch::sync(&mut lib, &w, &mut |_| {}).unwrap();
+    assert!(
+        r.error.as_deref().unwrap().contains("source missing"),
+        "{r:?}"
+    );
+    assert_eq!(lib.list().unwrap().len(), 3);
+    let w = lib.watches().unwrap().pop().unwrap();
+    assert!(w.last_error.unwrap().contains("source missing"));
+    std::fs::rename(moved.path().join("away"), f).unwrap();
+}
+
+#[test]
+fn watch_run_picks_up_a_new_file_and_stops_on_sigterm() {
+    let lib = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        labelled("composting.md"),
+        folder.path().join("composting.md"),
+    )
+    .unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("carrel");
+    let carrel = || {
+        let mut c = Command::new(&bin);
+        c.env("CARREL_LIBRARY", lib.path())
+            .env("CARREL_MODELS", models_dir());
+        c
+    };
+    let out = carrel()
+        .args(["watch", "add"])
+        .arg(folder.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: serde_json::Value = serde_json::from_slice(
+        &carrel()
+            .args(["watch", "list", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(listed[0]["kind"], "folder");
+    assert!(listed[0]["synced_at"].is_i64() && listed[0]["last_error"].is_null());
+
+    let child = carrel()
+        .args(["watch", "run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2)); // the watcher is up
+    let saved = Instant::now();
+    std::fs::copy(
+        labelled("tax-return.md"),
+        folder.path().join("tax-return.md"),
+    )
+    .unwrap();
+    let mut found = false;
+    while saved.elapsed() < Duration::from_secs(90) {
+        let out = carrel().args(["list", "--json"]).output().unwrap();
+        let docs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if docs.as_array().is_some_and(|d| {
+            d.iter().any(|d| {
+                d["source"]
+                    .as_str()
+                    .unwrap_or("")
+                    .ends_with("tax-return.md")
+            })
+        }) {
+            found = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("saved to listed: {:.2} s", saved.elapsed().as_secs_f64());
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(found, "the new file was not indexed: {err}");
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("stopped"), "{err}");
+}
