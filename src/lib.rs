@@ -148,6 +148,10 @@ pub struct Doctor {
     pub contents: i64,
     pub chunks: i64,
     pub chunk_vectors: i64,
+    /// Rows pointing at nothing, by kind (all zero in a sound library).
+    pub orphans: Vec<(&'static str, i64)>,
+    /// `PRAGMA integrity_check`: "ok", or what SQLite found.
+    pub integrity: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -386,19 +390,23 @@ impl Library {
     /// Every document, with its state judged against the current models.
     pub fn list(&self) -> Result<Vec<DocumentRow>> {
         let fp = Fingerprints::of(&self.config.models).ok();
-        self.store.list(
+        let mut docs = self.store.list(
             fp.as_ref().map(|f| f.chunk.as_str()),
             fp.as_ref().map(|f| f.card.as_str()),
-        )
+        )?;
+        docs.iter_mut().for_each(look_for_source);
+        Ok(docs)
     }
 
     pub fn document(&self, id: i64) -> Result<DocumentRow> {
         let fp = Fingerprints::of(&self.config.models).ok();
-        self.store.document(
+        let mut doc = self.store.document(
             id,
             fp.as_ref().map(|f| f.chunk.as_str()),
             fp.as_ref().map(|f| f.card.as_str()),
-        )
+        )?;
+        look_for_source(&mut doc);
+        Ok(doc)
     }
 
     pub fn read(&self, id: i64) -> Result<DocumentText> {
@@ -491,8 +499,16 @@ impl Library {
             contents,
             chunks,
             chunk_vectors,
+            orphans: self.store.orphans()?,
+            integrity: self.store.integrity_check()?,
         })
     }
+}
+
+/// Sets `source_missing` for a file document whose file is gone.
+fn look_for_source(doc: &mut DocumentRow) {
+    let is_url = doc.source.starts_with("http://") || doc.source.starts_with("https://");
+    doc.source_missing = !is_url && !Path::new(&doc.source).exists();
 }
 
 fn ms(since: std::time::Instant) -> f64 {

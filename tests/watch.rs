@@ -115,7 +115,12 @@ fn a_sync_reflects_edits_renames_and_deletes_and_a_rename_embeds_nothing() {
         r.error.as_deref().unwrap().contains("source missing"),
         "{r:?}"
     );
-    assert_eq!(lib.list().unwrap().len(), 3);
+    let kept = lib.list().unwrap();
+    assert_eq!(kept.len(), 3);
+    assert!(
+        kept.iter().all(|d| d.source_missing),
+        "shown as missing, not hidden"
+    );
     let w = lib.watches().unwrap().pop().unwrap();
     assert!(w.last_error.unwrap().contains("source missing"));
     std::fs::rename(moved.path().join("away"), f).unwrap();
@@ -195,4 +200,133 @@ fn watch_run_picks_up_a_new_file_and_stops_on_sigterm() {
     assert!(found, "the new file was not indexed: {err}");
     assert!(out.status.success(), "{err}");
     assert!(err.contains("stopped"), "{err}");
+}
+
+/// Serves `/page` from `body` with an ETag, answering 304 to a matching
+/// If-None-Match. Counts (200s, 304s).
+fn etag_server(
+    body: std::sync::Arc<std::sync::Mutex<String>>,
+) -> (String, std::sync::Arc<std::sync::Mutex<(usize, usize)>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let counts = std::sync::Arc::new(std::sync::Mutex::new((0, 0)));
+    let seen = counts.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+            let page = body.lock().unwrap().clone();
+            let etag = format!(
+                "\"{:x}\"",
+                page.len() * 31 + page.bytes().map(|b| b as usize).sum::<usize>()
+            );
+            if head.contains(&format!("if-none-match: {etag}")) {
+                seen.lock().unwrap().1 += 1;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 304 Not Modified\r\nETag: {etag}\r\nConnection: close\r\n\r\n"
+                );
+            } else {
+                seen.lock().unwrap().0 += 1;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nETag: {etag}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                    page.len()
+                );
+            }
+        }
+    });
+    (format!("http://{addr}/page"), counts)
+}
+
+fn page(words: &str) -> String {
+    format!(
+        "<html><head><title>Allotment Rota</title></head><body><main><h1>Allotment Rota</h1>\
+         <p>Who waters the allotment beds this week: {words}.</p></main></body></html>"
+    )
+}
+
+#[test]
+fn a_url_watch_refetches_conditionally_and_reindexes_on_change() {
+    let lib_dir = tempfile::tempdir().unwrap();
+    let body = std::sync::Arc::new(std::sync::Mutex::new(page("Ann on Monday, Bo on Friday")));
+    let (url, counts) = etag_server(body.clone());
+    let mut lib = open(lib_dir.path());
+
+    // Loopback is refused unless the watch allows it, and the refusal is listed.
+    let w = new_watch(&url, 1, vec![], vec![], false).unwrap();
+    let (id, _) = lib.add_watch(&w).unwrap();
+    let w = lib
+        .watches()
+        .unwrap()
+        .into_iter()
+        .find(|w| w.id == id)
+        .unwrap();
+    let r = watch::sync(&mut lib, &w, &mut |_| {}).unwrap();
+    assert!(
+        r.error.as_deref().unwrap_or("").contains("private"),
+        "{r:?}"
+    );
+    lib.remove_watch(id).unwrap();
+    let doc = lib.list().unwrap()[0].id;
+    lib.remove(doc).unwrap();
+
+    let w = new_watch(&url, 1, vec![], vec![], true).unwrap();
+    let (id, _) = lib.add_watch(&w).unwrap();
+    let w = lib
+        .watches()
+        .unwrap()
+        .into_iter()
+        .find(|w| w.id == id)
+        .unwrap();
+    let r = watch::sync(&mut lib, &w, &mut |_| {}).unwrap();
+    assert_eq!((r.added, r.error.clone()), (1, None), "{r:?}");
+    let doc = lib.list().unwrap()[0].id;
+
+    let r = watch::sync(&mut lib, &w, &mut |_| {}).unwrap();
+    assert_eq!(r.unchanged, 1, "{r:?}");
+    assert_eq!(
+        *counts.lock().unwrap(),
+        (1, 1),
+        "the second fetch was a 304"
+    );
+
+    // The page changes: `watch run` re-fetches it on its 1 s interval.
+    drop(lib);
+    let bin = assert_cmd::cargo::cargo_bin("carrel");
+    let carrel = || {
+        let mut c = Command::new(&bin);
+        c.env("CARREL_LIBRARY", lib_dir.path())
+            .env("CARREL_MODELS", models_dir());
+        c
+    };
+    let child = carrel()
+        .args(["watch", "run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let changed = Instant::now();
+    *body.lock().unwrap() = page("Cy on Tuesday, Di on Saturday");
+    let mut reindexed = false;
+    while changed.elapsed() < Duration::from_secs(60) {
+        let out = carrel().args(["read", &doc.to_string()]).output().unwrap();
+        if String::from_utf8_lossy(&out.stdout).contains("Cy on Tuesday") {
+            reindexed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "URL changed to re-indexed: {:.2} s",
+        changed.elapsed().as_secs_f64()
+    );
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(reindexed, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success());
 }

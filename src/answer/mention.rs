@@ -227,6 +227,7 @@ mod tests {
             card_state: "ready".into(),
             added_at: 0,
             synced_at: 0,
+            source_missing: false,
         }
     }
 

@@ -310,17 +310,23 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 println!("The library is empty. Add documents with `carrel add PATH_OR_FOLDER`.");
             } else {
                 println!(
-                    "{:>5}  {:<8} {:<8} {:>9} {:>6}  TITLE",
-                    "ID", "STATE", "KIND", "BYTES", "CHUNKS"
+                    "{:>5}  {:<8} {:<8} {:>9} {:>6}  {:<15} TITLE",
+                    "ID", "STATE", "KIND", "BYTES", "CHUNKS", "SYNCED"
                 );
                 for d in &docs {
+                    let synced = if d.source_missing {
+                        "source missing".to_string()
+                    } else {
+                        ago(d.synced_at)
+                    };
                     println!(
-                        "{:>5}  {:<8} {:<8} {:>9} {:>6}  {}",
+                        "{:>5}  {:<8} {:<8} {:>9} {:>6}  {:<15} {}",
                         d.id,
                         d.state,
                         d.kind.as_deref().unwrap_or("-"),
                         d.bytes,
                         d.chunks,
+                        synced,
                         d.title
                     );
                     if let Some(reason) = &d.broken_reason {
@@ -564,7 +570,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Doctor { json } => {
             let d = open(&cli)?.doctor()?;
-            let healthy = d.runtime.is_ok() && d.embedder.is_ok() && d.reranker.is_ok();
+            let sound = d.integrity == "ok" && d.orphans.iter().all(|(_, n)| *n == 0);
+            let healthy = d.runtime.is_ok() && d.embedder.is_ok() && d.reranker.is_ok() && sound;
             if *json {
                 print_json(&d);
             } else {
@@ -588,6 +595,25 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     "contents      {} documents, {} bodies, {} chunks, {} chunk vectors",
                     d.documents, d.contents, d.chunks, d.chunk_vectors
                 );
+                let orphans: Vec<String> = d
+                    .orphans
+                    .iter()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(what, n)| format!("{n} {what}"))
+                    .collect();
+                if sound {
+                    println!("database      ok      integrity check passed, no orphan rows");
+                } else {
+                    println!(
+                        "database      FAILED  integrity: {}; orphans: {}",
+                        d.integrity,
+                        if orphans.is_empty() {
+                            "none".into()
+                        } else {
+                            orphans.join(", ")
+                        }
+                    );
+                }
             }
             Ok(if healthy {
                 ExitCode::SUCCESS

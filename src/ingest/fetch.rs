@@ -8,6 +8,7 @@ use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::extract::{BrokenReason, Kind};
+use crate::store::Validators;
 
 /// Per-request time cap.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -25,6 +26,14 @@ pub struct Fetched {
     pub bytes: Vec<u8>,
     /// The kind the server's Content-Type names, if it names one we read.
     pub kind: Option<Kind>,
+    pub validators: Validators,
+}
+
+/// What a (conditional) fetch found.
+pub enum Fetch {
+    /// The server said 304: the version we hold is current.
+    NotModified,
+    Fetched(Fetched),
 }
 
 /// True for addresses that are not the public internet: loopback, private
@@ -75,7 +84,9 @@ fn check_host(url: &url::Url, allow_private: bool) -> Result<(), BrokenReason> {
     Ok(())
 }
 
-pub fn fetch(raw: &str, policy: &FetchPolicy) -> Result<Fetched, BrokenReason> {
+/// Fetches `raw` under the policy's guards. With `known` validators from the
+/// last fetch the request is conditional, and a 304 is [`Fetch::NotModified`].
+pub fn fetch(raw: &str, policy: &FetchPolicy, known: &Validators) -> Result<Fetch, BrokenReason> {
     let url = url::Url::parse(raw).map_err(|e| BrokenReason::InvalidUrl(e.to_string()))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(BrokenReason::InvalidUrl(format!(
@@ -100,7 +111,14 @@ pub fn fetch(raw: &str, policy: &FetchPolicy) -> Result<Fetched, BrokenReason> {
         .user_agent(concat!("carrel/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| BrokenReason::Unreachable(e.to_string()))?;
-    let response = client.get(url).send().map_err(|e| {
+    let mut request = client.get(url);
+    if let Some(etag) = &known.etag {
+        request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+    }
+    if let Some(lm) = &known.last_modified {
+        request = request.header(reqwest::header::IF_MODIFIED_SINCE, lm);
+    }
+    let response = request.send().map_err(|e| {
         if e.is_timeout() {
             BrokenReason::Unreachable(format!("timed out after {} s", policy.timeout.as_secs()))
         } else {
@@ -108,6 +126,9 @@ pub fn fetch(raw: &str, policy: &FetchPolicy) -> Result<Fetched, BrokenReason> {
         }
     })?;
     let status = response.status();
+    if status == reqwest::StatusCode::NOT_MODIFIED {
+        return Ok(Fetch::NotModified);
+    }
     if !status.is_success() {
         return Err(BrokenReason::HttpStatus(status.as_u16()));
     }
@@ -120,11 +141,20 @@ pub fn fetch(raw: &str, policy: &FetchPolicy) -> Result<Fetched, BrokenReason> {
     {
         return Err(too_large(len));
     }
-    let kind = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let kind = header(reqwest::header::CONTENT_TYPE)
+        .as_deref()
         .and_then(Kind::from_mime);
+    let validators = Validators {
+        etag: header(reqwest::header::ETAG),
+        last_modified: header(reqwest::header::LAST_MODIFIED),
+    };
     let mut bytes = Vec::new();
     response
         .take(policy.max_bytes + 1)
@@ -133,7 +163,11 @@ pub fn fetch(raw: &str, policy: &FetchPolicy) -> Result<Fetched, BrokenReason> {
     if bytes.len() as u64 > policy.max_bytes {
         return Err(too_large(bytes.len() as u64));
     }
-    Ok(Fetched { bytes, kind })
+    Ok(Fetch::Fetched(Fetched {
+        bytes,
+        kind,
+        validators,
+    }))
 }
 
 /// reqwest's top-level message is "error sending request"; the cause says why.
@@ -181,11 +215,11 @@ mod tests {
             timeout: FETCH_TIMEOUT,
         };
         assert!(matches!(
-            fetch("file:///etc/passwd", &policy),
+            fetch("file:///etc/passwd", &policy, &Validators::default()),
             Err(BrokenReason::InvalidUrl(_))
         ));
         assert!(matches!(
-            fetch("http://127.0.0.1:9/", &policy),
+            fetch("http://127.0.0.1:9/", &policy, &Validators::default()),
             Err(BrokenReason::PrivateAddress(_))
         ));
     }

@@ -19,7 +19,7 @@ use crate::chunk::{self, ChunkSpan, Mode};
 use crate::error::Result;
 use crate::extract::{self, BrokenReason, Extracted, Kind};
 use crate::models::{Embedder, Fingerprints, hex};
-use crate::store::{DocumentState, NewChunk, NewDocument, Store};
+use crate::store::{DocumentState, NewChunk, NewDocument, Store, Validators};
 
 /// Files over this size are refused unread (a listed `too_large` reason).
 /// The largest real document in the measured corpora, a 2,415-page PDF
@@ -141,6 +141,7 @@ struct Meta {
     title: String,
     bytes: u64,
     mtime_ns: Option<i64>,
+    validators: Validators,
 }
 
 enum Body {
@@ -312,6 +313,7 @@ impl Pipeline<'_> {
             title: name.clone(),
             bytes: 0,
             mtime_ns: None,
+            validators: Validators::default(),
         };
         let broken = |meta, reason| Ok(Err(Prepared::Broken(meta, reason)));
         match source {
@@ -321,9 +323,26 @@ impl Pipeline<'_> {
                     max_bytes: self.limits.max_file_bytes,
                     timeout: FETCH_TIMEOUT,
                 };
-                match fetch::fetch(url, &policy) {
-                    Ok(f) => {
+                // Ask "changed since?" only when what we hold is indexed.
+                let stamp = self.store.stamp(&key)?.filter(|s| s.content_id.is_some());
+                let known = stamp
+                    .as_ref()
+                    .map(|s| s.validators.clone())
+                    .unwrap_or_default();
+                match fetch::fetch(url, &policy, &known) {
+                    Ok(fetch::Fetch::NotModified) => match stamp {
+                        Some(s) => Ok(Err(Prepared::Unchanged { id: s.id })),
+                        None => broken(
+                            meta,
+                            BrokenReason::Unreachable(
+                                "the server answered 304 Not Modified to an unconditional request"
+                                    .into(),
+                            ),
+                        ),
+                    },
+                    Ok(fetch::Fetch::Fetched(f)) => {
                         meta.bytes = f.bytes.len() as u64;
+                        meta.validators = f.validators;
                         Ok(Ok(Raw {
                             meta,
                             name,
@@ -479,6 +498,7 @@ impl Pipeline<'_> {
             title: &meta.title,
             bytes: meta.bytes,
             mtime_ns: meta.mtime_ns,
+            validators: &meta.validators,
             state,
         };
         let (id, dropped) = Store::upsert_document(&tx, &doc)?;

@@ -20,7 +20,16 @@ pub struct NewDocument<'a> {
     pub title: &'a str,
     pub bytes: u64,
     pub mtime_ns: Option<i64>,
+    pub validators: &'a Validators,
     pub state: DocumentState<'a>,
+}
+
+/// What an HTTP server said identifies the version it sent, so the next
+/// fetch can ask "changed since?" (ETag / Last-Modified).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Validators {
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
 }
 
 /// What the library last saw of a source: enough to skip it unread.
@@ -30,6 +39,7 @@ pub struct SourceStamp {
     pub bytes: u64,
     pub mtime_ns: Option<i64>,
     pub content_id: Option<i64>,
+    pub validators: Validators,
 }
 
 /// One document as `carrel list` shows it.
@@ -50,7 +60,11 @@ pub struct DocumentRow {
     /// `ready`, `stale`, or `none` (broken documents have no card).
     pub card_state: String,
     pub added_at: i64,
+    /// When the source was last read (or found unchanged).
     pub synced_at: i64,
+    /// The file is no longer where the document says (set by the library,
+    /// which looks; a watch would have removed or moved it).
+    pub source_missing: bool,
 }
 
 /// `carrel stats --density`, per document.
@@ -88,7 +102,7 @@ impl Store {
         Ok(self
             .conn
             .query_row(
-                "SELECT id, bytes, mtime_ns, content_id FROM documents WHERE source = ?1",
+                "SELECT id, bytes, mtime_ns, content_id, etag, last_modified FROM documents WHERE source = ?1",
                 [source],
                 |r| {
                     Ok(SourceStamp {
@@ -96,6 +110,10 @@ impl Store {
                         bytes: r.get::<_, i64>(1)? as u64,
                         mtime_ns: r.get(2)?,
                         content_id: r.get(3)?,
+                        validators: Validators {
+                            etag: r.get(4)?,
+                            last_modified: r.get(5)?,
+                        },
                     })
                 },
             )
@@ -164,6 +182,7 @@ impl Store {
                 added_at: r.get(10)?,
                 synced_at: r.get(11)?,
                 chunks: r.get::<_, i64>(12)? as u64,
+                source_missing: false,
                 card_state: match card_stale {
                     None => "none".into(),
                     Some(true) if judged => "stale".into(),
@@ -217,13 +236,15 @@ impl Store {
         };
         let t = now();
         let id = tx.query_row(
-            "INSERT INTO documents (source, kind, title, bytes, mtime_ns, content_id, state, broken_code, broken_reason, added_at, synced_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
+            "INSERT INTO documents (source, kind, title, bytes, mtime_ns, content_id, state, broken_code, broken_reason, added_at, synced_at, etag, last_modified)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)
              ON CONFLICT(source) DO UPDATE SET kind = excluded.kind, title = excluded.title, bytes = excluded.bytes,
                 mtime_ns = excluded.mtime_ns, content_id = excluded.content_id, state = excluded.state,
-                broken_code = excluded.broken_code, broken_reason = excluded.broken_reason, synced_at = excluded.synced_at
+                broken_code = excluded.broken_code, broken_reason = excluded.broken_reason, synced_at = excluded.synced_at,
+                etag = excluded.etag, last_modified = excluded.last_modified
              RETURNING id",
-            params![doc.source, doc.kind, doc.title, doc.bytes as i64, doc.mtime_ns, content_id, state, code, reason, t],
+            params![doc.source, doc.kind, doc.title, doc.bytes as i64, doc.mtime_ns, content_id, state, code, reason, t,
+                doc.validators.etag, doc.validators.last_modified],
             |r| r.get(0),
         )?;
         let dropped = previous.flatten().filter(|old| Some(*old) != content_id);

@@ -14,7 +14,7 @@ use std::sync::Once;
 use rusqlite::Connection;
 
 pub use contents::{ChunkRow, NewChunk, StaleContent};
-pub use documents::{Density, DocumentRow, DocumentState, NewDocument, SourceStamp};
+pub use documents::{Density, DocumentRow, DocumentState, NewDocument, SourceStamp, Validators};
 pub use schema::SCHEMA_VERSION;
 pub use watches::{NewWatch, Watch, WatchKind};
 
@@ -91,6 +91,46 @@ impl Store {
         Ok(self
             .conn
             .query_row("SELECT vec_version()", [], |r| r.get(0))?)
+    }
+
+    /// Rows that point at nothing (or that nothing points at), by kind. A
+    /// healthy library, crashed or not, has none: every document is written
+    /// in one transaction with its content, chunks, card and vectors.
+    pub fn orphans(&self) -> Result<Vec<(&'static str, i64)>> {
+        const CHECKS: &[(&str, &str)] = &[
+            (
+                "chunks without content",
+                "SELECT count(*) FROM chunks WHERE content_id NOT IN (SELECT id FROM contents)",
+            ),
+            (
+                "chunk vectors without chunk",
+                "SELECT count(*) FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)",
+            ),
+            (
+                "cards without content",
+                "SELECT count(*) FROM cards WHERE content_id NOT IN (SELECT id FROM contents)",
+            ),
+            (
+                "card vectors without content",
+                "SELECT count(*) FROM card_vectors WHERE content_id NOT IN (SELECT id FROM contents)",
+            ),
+            (
+                "contents no document points at",
+                "SELECT count(*) FROM contents WHERE id NOT IN (SELECT content_id FROM documents WHERE content_id IS NOT NULL)",
+            ),
+            (
+                "indexed documents without content",
+                "SELECT count(*) FROM documents WHERE state = 'indexed' AND content_id NOT IN (SELECT id FROM contents)",
+            ),
+            (
+                "chunks without a vector",
+                "SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)",
+            ),
+        ];
+        CHECKS
+            .iter()
+            .map(|(what, sql)| Ok((*what, self.conn.query_row(sql, [], |r| r.get(0))?)))
+            .collect()
     }
 
     pub fn integrity_check(&self) -> Result<String> {

@@ -98,6 +98,11 @@ const MIGRATIONS: &[&str] = &[
         last_error    TEXT
     );
     "#,
+    // 4: HTTP validators per URL document, for conditional re-fetch.
+    r#"
+    ALTER TABLE documents ADD COLUMN etag TEXT;
+    ALTER TABLE documents ADD COLUMN last_modified TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.
