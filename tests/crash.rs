@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use carrel::store::Store;
@@ -40,13 +40,9 @@ fn sigkill_at_any_point_leaves_a_sound_library_and_the_next_run_finishes() {
         folder.path().join("plan.md"),
     )
     .unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("carrel");
     let carrel = || {
-        let mut c = Command::new(&bin);
-        c.env("CARREL_LIBRARY", lib.path())
-            .env("CARREL_MODELS", models_dir())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        let mut c = carrel_process(lib.path());
+        c.stdout(Stdio::null()).stderr(Stdio::null());
         c
     };
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;

@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -135,13 +135,7 @@ fn watch_run_picks_up_a_new_file_and_stops_on_sigterm() {
         folder.path().join("composting.md"),
     )
     .unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("carrel");
-    let carrel = || {
-        let mut c = Command::new(&bin);
-        c.env("CARREL_LIBRARY", lib.path())
-            .env("CARREL_MODELS", models_dir());
-        c
-    };
+    let carrel = || carrel_process(lib.path());
     let out = carrel()
         .args(["watch", "add"])
         .arg(folder.path())
@@ -296,13 +290,7 @@ fn a_url_watch_refetches_conditionally_and_reindexes_on_change() {
 
     // The page changes: `watch run` re-fetches it on its 1 s interval.
     drop(lib);
-    let bin = assert_cmd::cargo::cargo_bin("carrel");
-    let carrel = || {
-        let mut c = Command::new(&bin);
-        c.env("CARREL_LIBRARY", lib_dir.path())
-            .env("CARREL_MODELS", models_dir());
-        c
-    };
+    let carrel = || carrel_process(lib_dir.path());
     let child = carrel()
         .args(["watch", "run"])
         .stdout(Stdio::null())

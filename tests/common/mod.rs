@@ -40,3 +40,13 @@ pub fn copy_fixtures(into: &Path, names: &[&str]) {
         std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
     }
 }
+
+/// The built `carrel` binary on library `lib` with the test models, for
+/// tests that run it as a child process (to kill it, or alongside another).
+pub fn carrel_process(lib: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("carrel"));
+    c.env("CARREL_LIBRARY", lib)
+        .env("CARREL_MODELS", models_dir())
+        .env_remove("CARREL_LOG");
+    c
+}
