@@ -47,7 +47,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for folder in &args.folders {
         let mut files: Vec<PathBuf> = WalkDir::new(folder)
             .into_iter()
-            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                e.map_err(|err| eprintln!("skipped an entry of {}: {err}", folder.display()))
+                    .ok()
+            })
             .filter(|e| e.file_type().is_file())
             .map(|e| e.into_path())
             .filter(|p| {

@@ -675,7 +675,7 @@ fn watch(cli: &Cli, command: &WatchCommand) -> Result<ExitCode, Error> {
                 .watches()?
                 .into_iter()
                 .find(|w| w.id == id)
-                .expect("just added");
+                .ok_or(Error::UnknownWatch(id))?;
             println!(
                 "{} watch {id}: {}",
                 if created { "added" } else { "already there:" },
