@@ -215,34 +215,32 @@ pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answ
                     continue;
                 }
             };
-            let chunks = lib.store().chunks(content)?;
-            let cosines = match &qvec {
-                Some(v) => lib.store().chunk_cosines(content, v, &fp.chunk)?,
-                None => Vec::new(),
+            let chunks: Vec<(ChunkRow, Option<Cosine>)> = match &qvec {
+                Some(v) => lib.store().chunks_with_cosines(content, v, &fp.chunk)?,
+                None => lib
+                    .store()
+                    .chunks(content)?
+                    .into_iter()
+                    .map(|c| (c, None))
+                    .collect(),
             };
-            let cos_of = |id: i64| cosines.iter().find(|(c, _)| *c == id).map(|(_, s)| *s);
-            let total: usize = chunks.iter().map(|c| c.text.chars().count()).sum();
+            let total: usize = chunks.iter().map(|(c, _)| c.text.chars().count()).sum();
             let whole = total <= share;
-            let mut picked: Vec<&ChunkRow> = chunks.iter().collect();
+            let mut picked: Vec<&(ChunkRow, Option<Cosine>)> = chunks.iter().collect();
             if !whole {
                 // The topic lane's scorer restricted to this document: best
                 // passages first, as many as the budget holds.
-                picked.sort_by(|a, b| {
-                    let (x, y) = (cos_of(a.id), cos_of(b.id));
-                    y.map(|c| c.0)
-                        .unwrap_or(f32::MIN)
-                        .total_cmp(&x.map(|c| c.0).unwrap_or(f32::MIN))
-                        .then(a.seq.cmp(&b.seq))
-                });
+                let key = |c: &Option<Cosine>| c.map(|c| c.0).unwrap_or(f32::MIN);
+                picked.sort_by(|(a, x), (b, y)| key(y).total_cmp(&key(x)).then(a.seq.cmp(&b.seq)));
                 let mut used = 0;
-                picked.retain(|c| {
+                picked.retain(|(c, _)| {
                     let n = c.text.chars().count();
                     let keep = used + n <= share;
                     used += if keep { n } else { 0 };
                     keep
                 });
             }
-            for c in picked {
+            for (c, cosine) in picked {
                 context.push(Passage {
                     n: 0,
                     doc: doc.id,
@@ -255,7 +253,7 @@ pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answ
                     found: Found::Mention {
                         token: m.token.clone(),
                     },
-                    cosine: cos_of(c.id),
+                    cosine: *cosine,
                     scorer: scorer.clone(),
                     whole_document: whole,
                 });
@@ -301,17 +299,13 @@ pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answ
                 let Some(content) = lib.store().document_content(h.doc)? else {
                     continue;
                 };
-                let cosines = lib.store().chunk_cosines(content, v, &fp.chunk)?;
-                let Some((best, cos)) = cosines.iter().max_by(|a, b| a.1.0.total_cmp(&b.1.0))
-                else {
-                    continue;
-                };
-                let Some(c) = lib
+                let best = lib
                     .store()
-                    .chunks(content)?
+                    .chunks_with_cosines(content, v, &fp.chunk)?
                     .into_iter()
-                    .find(|c| c.id == *best)
-                else {
+                    .filter_map(|(c, cos)| cos.map(|cos| (c, cos)))
+                    .max_by(|a, b| a.1.0.total_cmp(&b.1.0));
+                let Some((c, cos)) = best else {
                     continue;
                 };
                 let doc = lib.document(h.doc)?;
@@ -326,7 +320,7 @@ pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answ
                         page: c.page,
                         text: c.text,
                         found: Found::SubjectLane,
-                        cosine: Some(*cos),
+                        cosine: Some(cos),
                         scorer: scorer.clone(),
                         whole_document: false,
                     },

@@ -98,16 +98,15 @@ impl Store {
             .optional()?)
     }
 
-    /// Cosine of `query` against each chunk of a content whose vector was
-    /// made by `fingerprint`, computed by sqlite-vec as the topic lane's KNN
-    /// computes it; chunk ids in chunk order. Chunks without such a vector
-    /// are left out.
-    pub fn chunk_cosines(
+    /// Every chunk of a content, in order, each with its cosine to `query`
+    /// as sqlite-vec computes it for the topic lane's KNN; `None` where the
+    /// chunk has no vector made by `fingerprint`. One read of the chunks.
+    pub fn chunks_with_cosines(
         &self,
         content_id: i64,
         query: &[f32],
         fingerprint: &str,
-    ) -> Result<Vec<(i64, Cosine)>> {
+    ) -> Result<Vec<(ChunkRow, Option<Cosine>)>> {
         let mut point = self.conn.prepare_cached(
             "SELECT vec_distance_cosine(embedding, ?2), fingerprint FROM chunk_vectors WHERE chunk_id = ?1",
         )?;
@@ -118,9 +117,10 @@ impl Store {
                     Ok((r.get(0)?, r.get(1)?))
                 })
                 .optional()?;
-            if let Some((distance, _)) = row.filter(|(_, fp)| fp == fingerprint) {
-                out.push((chunk.id, Cosine::from_distance(distance)));
-            }
+            let cosine = row
+                .filter(|(_, fp)| fp == fingerprint)
+                .map(|(d, _)| Cosine::from_distance(d));
+            out.push((chunk, cosine));
         }
         Ok(out)
     }
