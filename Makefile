@@ -10,23 +10,66 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test models lint eval bench bench-mcp fixtures reranker
+.PHONY: run test models lint eval bench bench-mcp fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e
 
-## Start Carrel on the default library (until the desktop app lands: ingest
-## fixtures/docs into it and list the library).
-run: models
-	$(CARGO) build --release --bin carrel
-	$(BIN)/release/carrel add fixtures/docs
-	$(BIN)/release/carrel list
+TOOLS := $(BIN)/tools/bin
+APP := $(BIN)/debug/carrel-app
+
+## Start the desktop app on the default library (the platform data dir,
+## shared with the CLI; CARREL_LIBRARY overrides it).
+run: models app
+	$(APP)
 
 ## Every test: format, lints, unit, integration and CLI tests, with real models;
 ## the real Python MCP client against `carrel mcp`; then the lanes against BM25
 ## on our labelled set and the classic Cranfield and CISI sets.
-test: models lint
+## The UI in chromium with mocked IPC; then the real window end to end.
+test: models desktop-deps ui lint
 	$(CARGO) test --all-targets
 	$(CARGO) build --bin carrel
 	./tools/mcp-client-test.sh
+	$(MAKE) ui-test e2e
 	$(MAKE) eval
+
+## Formatting and types: rustfmt, and svelte-check over the strict TypeScript UI.
+lint: ui/node_modules
+	$(CARGO) fmt --all --check
+	cd ui && npm run check
+
+## Debian packages for the desktop shell and its tests, and tauri-driver.
+desktop-deps:
+	./tools/setup-desktop.sh
+
+ui/node_modules: ui/package-lock.json
+	cd ui && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
+## The UI, built into ui/dist (embedded into the app by Tauri).
+ui: ui/node_modules
+	cd ui && npm run build
+
+## The UI behind mocked IPC, for the browser tests.
+ui-mock: ui/node_modules
+	cd ui && npm run build:mock
+
+## The desktop app (debug profile; dependencies optimised).
+app: desktop-deps ui
+	$(CARGO) build -p carrel-app
+
+## Regenerate ui/src/bindings.ts from the Rust types (a test fails when stale).
+bindings:
+	CARREL_WRITE_BINDINGS=1 $(CARGO) test -p carrel-app --lib bindings_are_fresh
+
+## Browser-level UI tests: Debian's chromium, engine mocked at the IPC seam.
+ui-test: ui-mock
+	cd ui && timeout 300 npm run test:browser
+
+## Real-window journeys: tauri-driver + WebKitWebDriver under Xvfb, real
+## engine and models; screenshots in $(BIN)/e2e-screens.
+e2e: app
+	cd ui && CARREL_APP_BIN=$(abspath $(APP)) TAURI_DRIVER=$(abspath $(TOOLS))/tauri-driver \
+	  CARREL_SCREENSHOTS=$(abspath $(BIN))/e2e-screens \
+	  timeout 900 xvfb-run -a -s "-screen 0 1400x900x24" npm run test:e2e
 
 ## Both lanes vs FTS5 BM25 on labelled sets: ours (its 0-leak rule is a hard
 ## test in cargo test), Cranfield and CISI, whose figures and topic-lane leak

@@ -21,7 +21,7 @@ const WHAT_MAX_CHARS: usize = 240;
 const OUTLINE_MAX: usize = 8;
 const KEY_TERMS_MAX: usize = 8;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
 pub struct Card {
     pub title: String,
     pub what: String,

@@ -115,7 +115,7 @@ impl RerankerSlot {
 }
 
 /// A document with everything `carrel read` shows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct DocumentText {
     pub document: DocumentRow,
     pub card: Option<Card>,
@@ -133,7 +133,7 @@ pub struct Probe {
 }
 
 /// `carrel doctor`: each part, and whether it works.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Doctor {
     pub library: PathBuf,
     pub schema_version: i64,
@@ -154,8 +154,9 @@ pub struct Doctor {
     pub integrity: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 #[serde(tag = "status", rename_all = "lowercase")]
+#[serde(rename = "HealthCheck")]
 pub enum Check {
     Ok { detail: String },
     Failed { error: String },
@@ -256,6 +257,11 @@ impl Library {
                 subject: subject.candidates,
                 topic: topic.candidates,
                 reranker_skipped_by_gate: gate_skipped,
+                rerank_calibrated: ce_scorer
+                    .as_ref()
+                    .is_some_and(|s| lanes::subject::floor_calibrated_for(&s.model)),
+                cosine_scorer,
+                rerank_scorer: ce_scorer,
                 embed_ms,
                 subject_ms,
                 topic_ms,

@@ -14,7 +14,7 @@ use crate::store::DocumentRow;
 pub const PREFIX: &str = "@doc:";
 
 /// One mention as typed, with its byte span in the message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 pub struct Mention {
     pub token: String,
     pub key: String,
@@ -77,7 +77,7 @@ pub fn token(doc: i64) -> String {
 }
 
 /// A document offered for a mention.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 pub struct Suggestion {
     pub doc: i64,
     pub title: String,
@@ -98,7 +98,7 @@ impl Suggestion {
 }
 
 /// What a mention refers to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Resolution {
     Resolved {
@@ -179,6 +179,51 @@ pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
     }
 }
 
+/// The autocomplete's order for a partly typed mention: documents whose
+/// title or file name starts with it, then those with a word starting with
+/// it, then those containing it, then close spellings (Jaro–Winkler ≥ 0.8);
+/// newest first within a rank. An empty `partial` lists the newest documents.
+pub fn suggest(partial: &str, docs: &[DocumentRow], limit: usize) -> Vec<Suggestion> {
+    let key = slug(partial);
+    let rank = |d: &DocumentRow| -> Option<(u8, f64)> {
+        if key.is_empty() {
+            return Some((0, 0.0));
+        }
+        let names = [slug(&d.title), stem_slug(&d.source)];
+        if names.iter().any(|n| n.starts_with(&key)) {
+            return Some((0, 0.0));
+        }
+        if names
+            .iter()
+            .any(|n| n.split('-').any(|w| w.starts_with(&key)))
+        {
+            return Some((1, 0.0));
+        }
+        if names.iter().any(|n| n.contains(&key)) {
+            return Some((2, 0.0));
+        }
+        let close = names
+            .iter()
+            .flat_map(|n| n.split('-').map(|w| strsim::jaro_winkler(&key, w)))
+            .fold(0.0, f64::max);
+        (close >= 0.8).then_some((3, -close))
+    };
+    let mut ranked: Vec<((u8, f64), &DocumentRow)> = docs
+        .iter()
+        .filter_map(|d| rank(d).map(|r| (r, d)))
+        .collect();
+    ranked.sort_by(|(a, da), (b, db)| {
+        a.0.cmp(&b.0)
+            .then(a.1.total_cmp(&b.1))
+            .then(db.id.cmp(&da.id))
+    });
+    ranked
+        .into_iter()
+        .take(limit)
+        .map(|(_, d)| Suggestion::of(d))
+        .collect()
+}
+
 /// A sentence for a mention that did not resolve, with what to type instead.
 pub fn describe(token: &str, resolution: &Resolution) -> String {
     let list = |s: &[Suggestion]| {
@@ -229,6 +274,27 @@ mod tests {
             synced_at: 0,
             source_missing: false,
         }
+    }
+
+    #[test]
+    fn suggestions_rank_title_prefix_then_word_then_spelling() {
+        let docs = [
+            doc(1, "Pond ecology", "/d/pond.md"),
+            doc(2, "Sourdough starter", "/d/bread.md"),
+            doc(3, "Starter homes and mortgages", "/d/homes.md"),
+            doc(4, "Kitchen notes", "/d/notes.txt"),
+        ];
+        let ids = |p: &str| {
+            suggest(p, &docs, 5)
+                .iter()
+                .map(|s| s.doc)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids("start"), vec![3, 2], "title prefix before a later word");
+        assert_eq!(ids("sourdogh"), vec![2], "a typo still finds it");
+        assert_eq!(ids("bread"), vec![2], "the file name counts");
+        assert_eq!(ids(""), vec![4, 3, 2, 1], "nothing typed: newest first");
+        assert!(ids("zzzz").is_empty());
     }
 
     #[test]

@@ -44,6 +44,23 @@ pub enum Answerer {
 }
 
 impl Answerer {
+    /// The app's answerer: an LLM when `CARREL_LLM_URL` and
+    /// `CARREL_LLM_MODEL` are set (the same variables `carrel ask` reads),
+    /// else extractive.
+    pub fn from_env() -> Answerer {
+        match (
+            std::env::var("CARREL_LLM_URL"),
+            std::env::var("CARREL_LLM_MODEL"),
+        ) {
+            (Ok(url), Ok(model)) if !url.is_empty() && !model.is_empty() => {
+                let mut cfg = LlmConfig::new(&url, &model);
+                cfg.api_key = std::env::var("CARREL_LLM_API_KEY").ok();
+                Answerer::Llm(cfg)
+            }
+            _ => Answerer::Extractive,
+        }
+    }
+
     pub fn name(&self) -> String {
         match self {
             Answerer::Extractive => "extractive".into(),
@@ -53,7 +70,7 @@ impl Answerer {
 }
 
 /// How a passage got into the context.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum Found {
     /// The user mentioned its document.
@@ -65,7 +82,7 @@ pub enum Found {
 }
 
 /// One numbered passage of the context: never without its document and place.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Passage {
     pub n: usize,
     pub doc: i64,
@@ -78,13 +95,14 @@ pub struct Passage {
     pub found: Found,
     /// Cosine to the question (absent when the message had no question).
     pub cosine: Option<Cosine>,
+    #[specta(type = String)]
     pub scorer: ScorerId,
     /// True when the whole document fit the budget and went in.
     pub whole_document: bool,
 }
 
 /// A mentioned document, resolved.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Mentioned {
     pub token: String,
     pub doc: i64,
@@ -92,8 +110,9 @@ pub struct Mentioned {
 }
 
 /// The verdict on one statement of an answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(tag = "status", rename_all = "snake_case")]
+#[serde(rename = "CitationCheck")]
 pub enum Check {
     /// Every citation is in the context and belongs to its document.
     Verified,
@@ -103,7 +122,7 @@ pub enum Check {
     Invalid { problems: Vec<String> },
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Statement {
     pub text: String,
     /// Passage numbers, as `[n]` in the answer.
@@ -111,7 +130,7 @@ pub struct Statement {
     pub check: Check,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, specta::Type)]
 pub struct CheckSummary {
     pub statements: usize,
     pub verified: usize,
@@ -125,7 +144,7 @@ impl CheckSummary {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Outcome {
     Answered {
@@ -138,7 +157,7 @@ pub enum Outcome {
     Failed { reason: String },
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Answer {
     pub question: String,
     pub answerer: String,
@@ -159,6 +178,46 @@ pub fn resolve_mentions(lib: &Library, message: &str) -> Result<Vec<(Mention, Re
             (m, r)
         })
         .collect())
+}
+
+/// One row of the `@` autocomplete: the document, its mention token, and its
+/// card's `what:` line so the user can tell similar titles apart.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct MentionOption {
+    pub doc: i64,
+    pub title: String,
+    pub source: String,
+    pub token: String,
+    /// The card's `what:` line; none for a broken document.
+    pub what: Option<String>,
+    /// `indexed`, `stale` or `broken`, as `carrel list` says.
+    pub state: String,
+}
+
+/// The autocomplete for a partly typed mention, in [`mention::suggest`]'s order.
+pub fn complete_mention(lib: &Library, partial: &str, limit: usize) -> Result<Vec<MentionOption>> {
+    let docs = lib.list()?;
+    mention::suggest(partial, &docs, limit)
+        .into_iter()
+        .map(|s| {
+            let doc = docs
+                .iter()
+                .find(|d| d.id == s.doc)
+                .expect("suggested from docs");
+            let what = match lib.store().document_content(s.doc)? {
+                Some(c) => lib.store().card(c)?.map(|card| card.what),
+                None => None,
+            };
+            Ok(MentionOption {
+                doc: s.doc,
+                title: s.title,
+                source: s.source,
+                token: s.token,
+                what,
+                state: doc.state.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Answers `message`, grounded in its mentioned documents, or in what the

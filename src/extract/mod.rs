@@ -94,7 +94,7 @@ impl Kind {
 }
 
 /// One run of text under one heading path.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
 pub struct Section {
     /// Headings from the outermost in, e.g. `["Library", "os — Misc", "Files"]`.
     pub heading_path: Vec<String>,

@@ -90,7 +90,7 @@ pub fn chunk_embed_text(heading_path: &[String], text: &str) -> String {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, specta::Type)]
 pub struct Progress {
     pub done: usize,
     pub total: usize,
@@ -98,20 +98,20 @@ pub struct Progress {
     pub failed: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Failure {
     pub source: String,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct AddedDocument {
     pub id: i64,
     pub title: String,
     pub chunks: usize,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, specta::Type)]
 pub struct AddReport {
     pub added: usize,
     pub unchanged: usize,

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use outcome::LaneOutcome;
+pub use outcome::{LaneOutcome, LaneState, LaneView};
 pub use score::{Cosine, Floor, RerankLogit, ScorerId, ScorerKind};
 
 /// Chunks fetched by KNN before taking the best passage per document; wide
@@ -41,14 +41,14 @@ pub const RERANK_BUDGET: Duration = Duration::from_secs(3);
 
 /// A document that holds a hit. Documents sharing one content are one hit
 /// with several locations.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Location {
     pub doc: i64,
     pub title: String,
     pub source: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct SubjectHit {
     pub doc: i64,
     pub title: String,
@@ -57,6 +57,7 @@ pub struct SubjectHit {
     pub rerank: Option<RerankLogit>,
     /// The scorer that decided this hit's place: the cross-encoder for
     /// admitted hits, cosine for weak ones.
+    #[specta(type = String)]
     pub scorer: ScorerId,
     /// True only when the order came from a calibrated cross-encoder score.
     pub calibrated: bool,
@@ -64,7 +65,7 @@ pub struct SubjectHit {
     pub why: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct TopicHit {
     pub doc: i64,
     pub title: String,
@@ -74,12 +75,14 @@ pub struct TopicHit {
     pub passage: String,
     pub page: Option<u32>,
     pub cosine: Cosine,
+    #[specta(type = String)]
     pub scorer: ScorerId,
 }
 
 /// Why a candidate was or was not admitted. The debug pane and the log show
 /// these, from the same functions retrieval runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "snake_case")]
 pub enum Decision {
     Admitted,
     /// Under the cosine gate: not even a weak candidate.
@@ -107,13 +110,7 @@ impl Decision {
     }
 }
 
-impl Serialize for Decision {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Candidate {
     pub doc: i64,
     pub title: String,
@@ -212,7 +209,7 @@ fn one<H: Clone>(run: &LaneRun<H>, any_real: bool) -> LaneOutcome<H> {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Explain {
     pub subject: Vec<Candidate>,
     pub topic: Vec<Candidate>,
@@ -220,6 +217,15 @@ pub struct Explain {
     /// not run.
     pub reranker_skipped_by_gate: bool,
     pub vetoed: usize,
+    /// The scorer behind every cosine shown.
+    #[specta(type = String)]
+    pub cosine_scorer: ScorerId,
+    /// The cross-encoder behind every rerank score shown, if one is loaded.
+    #[specta(type = Option<String>)]
+    pub rerank_scorer: Option<ScorerId>,
+    /// Whether the subject lane's rerank floor was calibrated on that
+    /// cross-encoder (false for any other model).
+    pub rerank_calibrated: bool,
     pub embed_ms: f64,
     pub subject_ms: f64,
     pub topic_ms: f64,
@@ -232,6 +238,27 @@ pub struct MatchResponse {
     pub subject: LaneOutcome<SubjectHit>,
     pub topic: LaneOutcome<TopicHit>,
     pub explain: Explain,
+}
+
+/// [`MatchResponse`] as the app receives it: each lane as
+/// `{state, reason, hits}`, side by side, with the explanation.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct MatchView {
+    pub query: String,
+    pub subject: LaneView<SubjectHit>,
+    pub topic: LaneView<TopicHit>,
+    pub explain: Explain,
+}
+
+impl MatchResponse {
+    pub fn view(&self) -> MatchView {
+        MatchView {
+            query: self.query.clone(),
+            subject: self.subject.view(),
+            topic: self.topic.view(),
+            explain: self.explain.clone(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -15,13 +15,38 @@ pub enum LaneOutcome<H> {
     Failed(String),
 }
 
+/// A lane's state, as the UI and JSON name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "lowercase")]
+pub enum LaneState {
+    Ready,
+    Weak,
+    Unavailable,
+    Failed,
+}
+
+impl LaneState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaneState::Ready => "ready",
+            LaneState::Weak => "weak",
+            LaneState::Unavailable => "unavailable",
+            LaneState::Failed => "failed",
+        }
+    }
+}
+
 impl<H> LaneOutcome<H> {
     pub fn state(&self) -> &'static str {
+        self.lane_state().as_str()
+    }
+
+    pub fn lane_state(&self) -> LaneState {
         match self {
-            LaneOutcome::Ready(_) => "ready",
-            LaneOutcome::Weak(_) => "weak",
-            LaneOutcome::Unavailable { .. } => "unavailable",
-            LaneOutcome::Failed(_) => "failed",
+            LaneOutcome::Ready(_) => LaneState::Ready,
+            LaneOutcome::Weak(_) => LaneState::Weak,
+            LaneOutcome::Unavailable { .. } => LaneState::Unavailable,
+            LaneOutcome::Failed(_) => LaneState::Failed,
         }
     }
 
@@ -46,19 +71,19 @@ impl<H> LaneOutcome<H> {
 }
 
 /// The JSON shape of a lane: `{"state", "reason", "hits"}`.
-#[derive(Debug, Clone, Serialize)]
-pub struct LaneView<'a, H: Serialize> {
-    pub state: &'static str,
-    pub reason: Option<&'a str>,
-    pub hits: &'a [H],
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct LaneView<H> {
+    pub state: LaneState,
+    pub reason: Option<String>,
+    pub hits: Vec<H>,
 }
 
-impl<H: Serialize> LaneOutcome<H> {
-    pub fn view(&self) -> LaneView<'_, H> {
+impl<H: Clone> LaneOutcome<H> {
+    pub fn view(&self) -> LaneView<H> {
         LaneView {
-            state: self.state(),
-            reason: self.reason(),
-            hits: self.hits(),
+            state: self.lane_state(),
+            reason: self.reason().map(str::to_string),
+            hits: self.hits().to_vec(),
         }
     }
 }

@@ -6,7 +6,7 @@
 use serde::{Serialize, Serializer};
 
 /// Cosine similarity of two unit vectors, in [-1, 1].
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, specta::Type)]
 #[serde(transparent)]
 pub struct Cosine(pub f32);
 
@@ -18,7 +18,7 @@ impl Cosine {
 }
 
 /// A cross-encoder's raw output (logit), unbounded; larger is more relevant.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, specta::Type)]
 #[serde(transparent)]
 pub struct RerankLogit(pub f32);
 

@@ -98,7 +98,7 @@ impl ModelConfig {
 }
 
 /// What produced a vector. `chunk` keys chunk vectors, `card` card vectors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 pub struct Fingerprints {
     pub model: String,
     pub chunk: String,

@@ -43,7 +43,7 @@ pub struct SourceStamp {
 }
 
 /// One document as `carrel list` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct DocumentRow {
     pub id: i64,
     pub title: String,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{Store, now};
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(rename_all = "lowercase")]
 pub enum WatchKind {
     Folder,
@@ -22,7 +22,7 @@ impl WatchKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 pub struct Watch {
     pub id: i64,
     /// The absolute folder path or the URL.

@@ -1,0 +1,259 @@
+//! Tauri commands: each one line (or close) over the engine. Every command
+//! is async and runs the engine on a blocking worker, never on the UI thread.
+
+use carrel::answer::mention::{self, Mention, Resolution};
+use carrel::answer::{self, Answer, Answerer, MentionOption};
+use carrel::ingest::{AddReport, Progress};
+use carrel::lanes::MatchView;
+use carrel::store::DocumentRow;
+use carrel::{Doctor, DocumentText, Library};
+use serde::Serialize;
+use tauri::ipc::Channel;
+use tauri::{AppHandle, State};
+use tauri_plugin_dialog::DialogExt;
+use tauri_plugin_opener::OpenerExt;
+
+use crate::error::{AppError, ErrorKind, Result};
+use crate::state::{AppState, Settings, lock};
+
+/// Hits per lane in the match panel.
+const MATCH_TOP_K: usize = 8;
+/// Rows in the `@` autocomplete.
+const MENTION_OPTIONS: usize = 8;
+
+/// Runs `f` on the shared library on a blocking worker.
+async fn with_library<T, F>(state: &AppState, f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Library) -> carrel::Result<T> + Send + 'static,
+{
+    let lib = state.library();
+    blocking(move || f(&mut lock(&lib)).map_err(AppError::from)).await
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| AppError::new(ErrorKind::Internal, format!("the worker stopped: {e}")))?
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn list_documents(state: State<'_, AppState>) -> Result<Vec<DocumentRow>> {
+    with_library(&state, |l| l.list()).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn read_document(state: State<'_, AppState>, id: i64) -> Result<DocumentText> {
+    with_library(&state, move |l| l.read(id)).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn remove_document(state: State<'_, AppState>, id: i64) -> Result<()> {
+    with_library(&state, move |l| l.remove(id)).await
+}
+
+/// Adds files, folders and URLs. Progress goes to `on_progress`; failures
+/// are in the report, by name and reason. Runs on its own connection so the
+/// rest of the app stays responsive.
+#[tauri::command]
+#[specta::specta]
+pub async fn add_sources(
+    state: State<'_, AppState>,
+    inputs: Vec<String>,
+    on_progress: Channel<Progress>,
+) -> Result<AddReport> {
+    let config = state.settings().library_config()?;
+    blocking(move || {
+        let mut lib = Library::open(config)?;
+        Ok(lib.add(&inputs, &mut |p| {
+            // A closed window is not a failed ingest: keep going.
+            let _ = on_progress.send(p.clone());
+        })?)
+    })
+    .await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn match_query(state: State<'_, AppState>, query: String) -> Result<MatchView> {
+    with_library(&state, move |l| {
+        Ok(l.match_query(&query, MATCH_TOP_K)?.view())
+    })
+    .await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn complete_mention(
+    state: State<'_, AppState>,
+    partial: String,
+) -> Result<Vec<MentionOption>> {
+    with_library(&state, move |l| {
+        answer::complete_mention(l, &partial, MENTION_OPTIONS)
+    })
+    .await
+}
+
+/// One mention in a message, what it resolved to, and the engine's sentence
+/// for it (empty when resolved).
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct MentionCheck {
+    pub mention: Mention,
+    pub resolution: Resolution,
+    pub message: String,
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn check_mentions(
+    state: State<'_, AppState>,
+    message: String,
+) -> Result<Vec<MentionCheck>> {
+    with_library(&state, move |l| {
+        Ok(answer::resolve_mentions(l, &message)?
+            .into_iter()
+            .map(|(m, r)| MentionCheck {
+                message: match r {
+                    Resolution::Resolved { .. } => String::new(),
+                    _ => mention::describe(&m.token, &r),
+                },
+                mention: m,
+                resolution: r,
+            })
+            .collect())
+    })
+    .await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn ask(state: State<'_, AppState>, message: String) -> Result<Answer> {
+    with_library(&state, move |l| l.ask(&message, &Answerer::from_env())).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn doctor(state: State<'_, AppState>) -> Result<Doctor> {
+    with_library(&state, |l| l.doctor()).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn pick_files(app: AppHandle) -> Result<Vec<String>> {
+    blocking(move || {
+        Ok(app
+            .dialog()
+            .file()
+            .set_title("Add files to Carrel")
+            .add_filter(
+                "Documents",
+                &["pdf", "html", "htm", "md", "markdown", "txt", "text"],
+            )
+            .blocking_pick_files()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| p.to_string())
+            .collect())
+    })
+    .await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn pick_folder(app: AppHandle) -> Result<Option<String>> {
+    blocking(move || {
+        Ok(app
+            .dialog()
+            .file()
+            .set_title("Add a folder to Carrel")
+            .blocking_pick_folder()
+            .map(|p| p.to_string()))
+    })
+    .await
+}
+
+/// Opens a document's source in the system's viewer. For a URL to a PDF the
+/// page is appended as `#page=N`, which browsers honour; local viewers get
+/// the file only.
+#[tauri::command]
+#[specta::specta]
+pub async fn open_original(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    id: i64,
+    page: Option<u32>,
+) -> Result<()> {
+    let doc = with_library(&state, move |l| l.document(id)).await?;
+    let opened = if doc.source.starts_with("http://") || doc.source.starts_with("https://") {
+        let url = match page {
+            Some(p) if doc.kind.as_deref() == Some("pdf") => format!("{}#page={p}", doc.source),
+            _ => doc.source.clone(),
+        };
+        app.opener().open_url(url, None::<&str>)
+    } else {
+        app.opener().open_path(&doc.source, None::<&str>)
+    };
+    opened.map_err(|e| {
+        AppError::new(
+            ErrorKind::NotFound,
+            format!("could not open {}: {e}", doc.source),
+        )
+    })
+}
+
+/// Settings plus where things actually are.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct AppInfo {
+    pub settings: Settings,
+    /// The library folder in use (the environment can override settings).
+    pub library_dir: String,
+    pub library_from_env: bool,
+    pub models_dir: String,
+    pub answerer: String,
+    pub version: String,
+}
+
+fn app_info(state: &AppState) -> Result<AppInfo> {
+    let settings = state.settings();
+    let config = settings.library_config()?;
+    Ok(AppInfo {
+        library_dir: config.dir.display().to_string(),
+        library_from_env: std::env::var_os("CARREL_LIBRARY").is_some(),
+        models_dir: config.models.dir.display().to_string(),
+        answerer: Answerer::from_env().name(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        settings,
+    })
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn get_settings(state: State<'_, AppState>) -> Result<AppInfo> {
+    app_info(&state)
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn set_settings(state: State<'_, AppState>, settings: Settings) -> Result<AppInfo> {
+    if settings.threads == 0 || settings.threads > 64 {
+        return Err(AppError::new(
+            ErrorKind::BadInput,
+            "threads must be between 1 and 64",
+        ));
+    }
+    state.apply(settings)?;
+    app_info(&state)
+}
+
+/// Called by the UI once it has painted; returns milliseconds since the
+/// process started (the cold-start figure), and logs it.
+#[tauri::command]
+#[specta::specta]
+pub async fn first_paint(state: State<'_, AppState>) -> Result<f64> {
+    let ms = state.started.elapsed().as_secs_f64() * 1000.0;
+    tracing::info!(ms, "first paint");
+    Ok(ms)
+}

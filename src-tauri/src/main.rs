@@ -1,0 +1,8 @@
+//! Carrel's desktop app. Everything but the context lives in the library
+//! crate, so `cargo test` does not need the built UI.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+fn main() {
+    let started = std::time::Instant::now();
+    carrel_app::run(tauri::generate_context!("../tauri.conf.json"), started);
+}

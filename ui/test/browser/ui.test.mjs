@@ -1,0 +1,248 @@
+// Engine replies are written inline in each test: they are serialised into
+// the page, so they cannot refer to anything outside themselves.
+// Browser-level tests of the UI with the engine mocked at the IPC seam
+// (@tauri-apps/api mockIPC), in Debian's chromium. The real engine behind
+// the same commands is driven by test/e2e/ in the real window.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { doc, launch, open, serve } from "./harness.mjs";
+
+let browser, server, url;
+before(async () => {
+  ({ server, url } = await serve());
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+const library = {
+  list_documents: () => [
+    {
+      id: 1, title: "Sourdough starter", kind: "markdown", source: "/docs/sourdough.md", bytes: 4096,
+      chunks: 6, content_hash: "a", state: "indexed", broken_reason: null, broken_code: null,
+      truncated_at_chunk: null, card_state: "ready", added_at: 1, synced_at: 1, source_missing: false,
+    },
+    {
+      id: 2, title: "Starter homes and mortgages", kind: "html", source: "/docs/homes.html", bytes: 9000,
+      chunks: 9, content_hash: "b", state: "indexed", broken_reason: null, broken_code: null,
+      truncated_at_chunk: null, card_state: "ready", added_at: 2, synced_at: 2, source_missing: false,
+    },
+    {
+      id: 3, title: "corrupt.pdf", kind: "pdf", source: "/docs/corrupt.pdf", bytes: 512, chunks: 0,
+      content_hash: null, state: "broken", broken_reason: "not a readable PDF: invalid file header",
+      broken_code: "unreadable", truncated_at_chunk: null, card_state: "none", added_at: 3, synced_at: 3,
+      source_missing: false,
+    },
+  ],
+  first_paint: () => 1,
+};
+
+test("first run shows an empty state that says what to do", async () => {
+  const { page, errors } = await open(browser, url, { list_documents: () => [], first_paint: () => 1 });
+  const empty = page.getByTestId("empty-library");
+  await empty.waitFor();
+  const text = await empty.innerText();
+  assert.match(text, /library is empty/i);
+  assert.match(text, /Drag files or folders/);
+  assert.match(text, /Add files…/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a library that cannot be read is an error with the engine's sentence, not an empty list", async () => {
+  const { page } = await open(browser, url, {
+    list_documents: () => {
+      throw { kind: "storage", message: "the library database at /x failed: disk I/O error" };
+    },
+    first_paint: () => 1,
+  });
+  const alert = page.getByRole("alert");
+  await alert.waitFor();
+  assert.match(await alert.innerText(), /disk I\/O error/);
+  assert.equal(await page.getByTestId("empty-library").count(), 0);
+  await page.close();
+});
+
+test("the list shows state with the broken reason, and search and filter narrow it", async () => {
+  const { page } = await open(browser, url, library);
+  await page.getByTestId("doc-table").waitFor();
+  assert.equal(await page.locator("tbody tr").count(), 3);
+  const broken = page.locator('tr[data-state="broken"]');
+  assert.match(await broken.innerText(), /not a readable PDF: invalid file header/);
+  await page.getByTestId("doc-search").fill("starter");
+  assert.equal(await page.locator("tbody tr[data-doc]").count(), 2);
+  await page.getByTestId("doc-search").fill("");
+  await page.getByRole("radio", { name: /Broken/ }).click();
+  assert.deepEqual(await page.locator("tbody tr[data-doc]").evaluateAll((r) => r.map((x) => x.dataset.doc)), ["3"]);
+  await page.close();
+});
+
+test("ingest shows live progress, then failures by name and reason", async () => {
+  const { page } = await open(browser, url, {
+    ...library,
+    add_sources: async (args) => {
+      const ch = args.onProgress;
+      for (let i = 0; i <= 3; i++) {
+        ch.onmessage({ done: i, total: 3, current: `/in/file${i}.md`, failed: i > 1 ? 1 : 0 });
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      return { added: 2, unchanged: 0, failed: [{ source: "/in/empty.txt", reason: "empty file (0 bytes)" }], documents: [] };
+    },
+  });
+  await page.getByTestId("source-input").fill("/in");
+  await page.getByTestId("source-input").press("Enter");
+  const progress = page.getByTestId("ingest-progress");
+  await progress.waitFor();
+  await page.waitForFunction(() => /Adding \d of 3/.test(document.body.innerText));
+  const failures = page.getByTestId("ingest-failures");
+  await failures.waitFor();
+  assert.match(await failures.innerText(), /empty\.txt: empty file \(0 bytes\)/);
+  assert.equal(await progress.count(), 0, "the bar goes away when the job ends");
+  const call = await page.evaluate(() => window.__CALLS__.find(([c]) => c === "add_sources")[1].inputs);
+  assert.deepEqual(call, ["/in"]);
+  await page.close();
+});
+
+test("ingested text is rendered as text, never as HTML", async () => {
+  const { page, errors } = await open(browser, url, {
+    first_paint: () => 1,
+    list_documents: () => [
+      {
+        id: 7, title: '<img src=x onerror="window.__pwned=1">Title', kind: "html", source: "/x.html",
+        bytes: 10, chunks: 1, content_hash: "c", state: "indexed", broken_reason: null, broken_code: null,
+        truncated_at_chunk: null, card_state: "ready", added_at: 1, synced_at: 1, source_missing: false,
+      },
+    ],
+    read_document: () => ({
+      document: {
+        id: 7, title: '<img src=x onerror="window.__pwned=1">Title', kind: "html", source: "/x.html",
+        bytes: 10, chunks: 1, content_hash: "c", state: "indexed", broken_reason: null, broken_code: null,
+        truncated_at_chunk: null, card_state: "ready", added_at: 1, synced_at: 1, source_missing: false,
+      },
+      card: { title: "t", what: "<script>window.__pwned=2</script>", outline: [], key_terms: [] },
+      sections: [{ heading_path: ["<b>h</b>"], text: '<script>window.__pwned=3</script><img src=x onerror="window.__pwned=4">' }],
+    }),
+  });
+  await page.locator("tr[data-doc='7'] button.title").click();
+  const text = page.getByTestId("doc-text");
+  await text.waitFor();
+  assert.match(await text.innerText(), /<script>window.__pwned=3<\/script>/);
+  assert.match(await page.getByTestId("doc-title").innerText(), /^<img src=x/);
+  await page.waitForTimeout(300);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.equal(await page.locator("main img, main script, main b").count(), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("@ opens the autocomplete with each card's what line; arrows and Enter pick a chip; Esc closes", async () => {
+  const { page } = await open(browser, url, {
+    ...library,
+    complete_mention: () => [
+      { doc: 1, title: "Sourdough starter", source: "/docs/sourdough.md", token: "@doc:1", what: "Keeping a sourdough starter alive: feeding, hydration, discard.", state: "indexed" },
+      { doc: 2, title: "Starter homes and mortgages", source: "/docs/homes.html", token: "@doc:2", what: "Buying a first home: deposits, fixed and variable mortgages.", state: "indexed" },
+    ],
+    check_mentions: () => [],
+    match_query: () => { throw { kind: "models", message: "not needed here" }; },
+  });
+  await page.getByRole("button", { name: "Chat" }).click();
+  const box = page.getByTestId("composer");
+  await box.click();
+  await box.pressSequentially("how often do I feed @sta");
+  const menu = page.getByTestId("mention-menu");
+  await menu.waitFor();
+  assert.match(await menu.innerText(), /feeding, hydration, discard/);
+  const partial = await page.evaluate(() => window.__CALLS__.filter(([c]) => c === "complete_mention").at(-1)[1].partial);
+  assert.equal(partial, "sta");
+  await box.press("ArrowDown");
+  await box.press("ArrowUp");
+  await box.press("ArrowDown");
+  await box.press("Enter");
+  const chip = page.getByTestId("mention-chip");
+  await chip.waitFor();
+  assert.match(await chip.innerText(), /Starter homes and mortgages/);
+  assert.equal(await box.inputValue(), "how often do I feed ");
+  await box.pressSequentially("@s");
+  await menu.waitFor();
+  await box.press("Escape");
+  await menu.waitFor({ state: "detached" });
+  await page.close();
+});
+
+test("an unknown mention is an inline error with did-you-mean that fixes it", async () => {
+  const { page } = await open(browser, url, {
+    ...library,
+    complete_mention: () => [],
+    check_mentions: (args) =>
+      args.message.includes("@doc:sourdogh")
+        ? [{
+            mention: { token: "@doc:sourdogh", key: "sourdogh", start: 0, end: 13 },
+            resolution: { status: "unknown", did_you_mean: [{ doc: 1, title: "Sourdough starter", source: "/docs/sourdough.md", token: "@doc:1" }] },
+            message: "@doc:sourdogh matches no document; did you mean @doc:1 (Sourdough starter, sourdough.md)?",
+          }]
+        : [],
+    match_query: () => { throw { kind: "models", message: "the embedding model failed: test" }; },
+  });
+  await page.getByRole("button", { name: "Chat" }).click();
+  const box = page.getByTestId("composer");
+  await box.fill("@doc:sourdogh feeding");
+  await box.dispatchEvent("input");
+  const problems = page.getByTestId("mention-problems");
+  await problems.waitFor();
+  assert.match(await problems.innerText(), /did you mean/);
+  assert.ok(await page.getByTestId("send").isDisabled(), "a message with a broken mention is not sent");
+  await problems.getByRole("button", { name: "Sourdough starter" }).click();
+  await page.getByTestId("mention-chip").waitFor();
+  await problems.waitFor({ state: "detached" });
+  assert.equal((await box.inputValue()).trim(), "feeding");
+  // The match panel shows the engine's failure as such.
+  await page.getByTestId("match-panel").getByRole("alert").waitFor();
+  assert.match(await page.getByTestId("match-panel").innerText(), /embedding model failed/);
+  await page.close();
+});
+
+test("the match panel shows both lanes apart with their states; the debug pane shows scorers and decisions", async () => {
+  const { page } = await open(browser, url, {
+    ...library,
+    complete_mention: () => [],
+    check_mentions: () => [],
+    match_query: (args) => ({
+      query: args.query,
+      subject: { state: "unavailable", reason: "no cross-encoder is installed (looked for /m/carrel-ce-v1)", hits: [] },
+      topic: {
+        state: "ready", reason: null,
+        hits: [{ doc: 1, title: "Sourdough starter", locations: [], chunk: 11, heading_path: ["Feeding"], passage: "Feed the starter twice a day.", page: null, cosine: 0.71, scorer: "cosine:all-MiniLM-L6-v2@abc" }],
+      },
+      explain: {
+        subject: [{ doc: 1, title: "Sourdough starter", cosine: 0.62, rerank: null, heading_path: null, decision: "reranker_unavailable" }],
+        topic: [
+          { doc: 1, title: "Sourdough starter", cosine: 0.71, rerank: null, heading_path: ["Feeding"], decision: "admitted" },
+          { doc: 2, title: "Starter homes and mortgages", cosine: 0.52, rerank: null, heading_path: ["Deposits"], decision: "vetoed" },
+        ],
+        reranker_skipped_by_gate: false, vetoed: 1, cosine_scorer: "cosine:all-MiniLM-L6-v2@abc",
+        rerank_scorer: null, rerank_calibrated: false, embed_ms: 9.5, subject_ms: 0.4, topic_ms: 3.2,
+      },
+    }),
+  });
+  await page.getByRole("button", { name: "Chat" }).click();
+  await page.getByTestId("composer").fill("how often to feed a starter");
+  await page.getByTestId("composer").dispatchEvent("input");
+  const panel = page.getByTestId("match-panel");
+  await panel.locator('[data-lane="topic"] .hit').waitFor();
+  assert.match(await page.getByTestId("subject-state").innerText(), /unavailable: no cross-encoder is installed/);
+  assert.match(await page.getByTestId("topic-state").innerText(), /^ready/);
+  assert.equal(await panel.locator('[data-lane="subject"] .hit').count(), 0, "an unavailable lane shows no hits");
+  assert.equal(await page.getByTestId("debug-pane").count(), 0);
+  await page.getByTestId("debug-toggle").check();
+  const debug = page.getByTestId("debug-pane");
+  await debug.waitFor();
+  assert.match(await page.getByTestId("cosine-scorer").innerText(), /cosine:all-MiniLM-L6-v2@abc/);
+  assert.match(await page.getByTestId("rerank-scorer").innerText(), /not loaded/);
+  assert.match(await debug.innerText(), /vetoed: headings do not mention the query/);
+  assert.match(await debug.innerText(), /suppressed: cross-encoder unavailable/);
+  assert.match(await debug.innerText(), /Deposits/);
+  assert.match(await panel.getByTestId("hit-scorer").innerText(), /cosine:all-MiniLM-L6-v2@abc/);
+  await page.close();
+});

@@ -1,0 +1,181 @@
+// Real-window end-to-end journeys: the built app (real engine, real models,
+// real SQLite file) driven by tauri-driver + WebKitWebDriver under Xvfb.
+// Run by `make e2e` (part of `make test`), which builds the app first.
+// Each page is saved as a screenshot in $CARREL_SCREENSHOTS.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { remote } from "webdriverio";
+
+const repo = resolve(import.meta.dirname, "../../..");
+const app = process.env.CARREL_APP_BIN;
+const driverBin = process.env.TAURI_DRIVER ?? "tauri-driver";
+const shots = process.env.CARREL_SCREENSHOTS ?? join(repo, "target/e2e-screens");
+assert.ok(app, "CARREL_APP_BIN must name the built app");
+assert.ok(process.env.CARREL_MODELS, "CARREL_MODELS must name the installed models (make models)");
+
+const home = mkdtempSync(join(tmpdir(), "carrel-e2e-"));
+const inbox = join(home, "inbox");
+let driver, browser;
+
+async function shot(name) {
+  await browser.saveScreenshot(join(shots, `${name}.png`));
+}
+
+async function until(what, fn, timeout = 60000) {
+  await browser.waitUntil(fn, { timeout, interval: 200, timeoutMsg: `timed out waiting for ${what}` });
+}
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  mkdirSync(inbox);
+  cpSync(join(repo, "fixtures/docs"), inbox, { recursive: true });
+  cpSync(join(repo, "fixtures/xss"), inbox, { recursive: true });
+  for (const bad of ["zero.txt", "truncated.pdf"]) cpSync(join(repo, "fixtures/bad", bad), join(inbox, bad));
+  driver = spawn(driverBin, ["--port", "4444", "--native-port", "4445"], {
+    stdio: ["ignore", "inherit", "inherit"],
+    env: {
+      ...process.env,
+      CARREL_LIBRARY: join(home, "library"),
+      XDG_DATA_HOME: join(home, "data"),
+    },
+  });
+  await new Promise((r) => setTimeout(r, 1500));
+  browser = await remote({
+    hostname: "127.0.0.1",
+    port: 4444,
+    logLevel: "warn",
+    capabilities: {
+      "wdio:enforceWebDriverClassic": true,
+      "tauri:options": { application: app },
+    },
+  });
+});
+
+after(async () => {
+  await browser?.deleteSession().catch(() => {});
+  driver?.kill();
+  rmSync(home, { recursive: true, force: true });
+});
+
+const $t = (id) => browser.$(`[data-testid="${id}"]`);
+
+test("first run: the empty library says what to do", async () => {
+  const empty = await $t("empty-library");
+  await empty.waitForDisplayed({ timeout: 30000 });
+  assert.match(await empty.getText(), /library is empty/i);
+  await shot("01-library-empty");
+});
+
+test("add a folder: progress shows, then the documents are listed", async () => {
+  const input = await $t("source-input");
+  await input.setValue(inbox);
+  await browser.keys("Enter");
+  // The bar appears while the job runs (model load + 10 files).
+  await (await $t("ingest-progress")).waitForDisplayed({ timeout: 20000 });
+  await shot("02-library-ingesting");
+  await (await $t("ingest-report")).waitForDisplayed({ timeout: 240000 });
+  const rows = await browser.$$("tbody tr[data-doc]");
+  assert.ok(rows.length >= 8, `expected the folder's documents, got ${rows.length} rows`);
+  assert.match(await (await $t("ingest-report")).getText(), /Added \d+/);
+  await shot("03-library");
+});
+
+test("a broken file shows its reason", async () => {
+  const broken = await browser.$$('tr[data-state="broken"]');
+  assert.ok(broken.length >= 2, "zero.txt and truncated.pdf are broken");
+  const text = (await Promise.all(broken.map((r) => r.getText()))).join("\n");
+  assert.match(text, /zero\.txt/);
+  assert.match(text, /empty/i);
+  assert.match(text, /truncated\.pdf/);
+});
+
+test("type @, pick a document, see the chip", async () => {
+  await (await browser.$('[data-nav="chat"]')).click();
+  const box = await $t("composer");
+  await box.waitForDisplayed();
+  await box.click();
+  await browser.keys([..."how do I keep @sourdough"]);
+  const menu = await $t("mention-menu");
+  await menu.waitForDisplayed({ timeout: 10000 });
+  await until("an option", async () => (await browser.$$(".mention-option")).length > 0, 10000);
+  assert.match(await menu.getText(), /Sourdough/i);
+  await shot("04-chat-mention");
+  await browser.keys("Enter");
+  const chip = await $t("mention-chip");
+  await chip.waitForDisplayed({ timeout: 5000 });
+  assert.match(await chip.getText(), /sourdough/i);
+});
+
+test("ask a question: both lanes show apart, and the answer cites checked passages", async () => {
+  await browser.keys([..." starter alive and fed"]);
+  const panel = await $t("match-panel");
+  await until("both lane states", async () => (await browser.$$('[data-testid="topic-state"]')).length > 0, 30000);
+  const subject = await $t("subject-state");
+  const topic = await $t("topic-state");
+  assert.match(await subject.getText(), /^(ready|weak|unavailable|failed)/);
+  assert.match(await topic.getText(), /^(ready|weak|unavailable|failed)/);
+  assert.equal((await browser.$$('[data-lane]')).length, 2, "two lanes, never one list");
+  await (await $t("send")).click();
+  const answer = await $t("answer");
+  await answer.waitForDisplayed({ timeout: 60000 });
+  assert.equal(await answer.getAttribute("data-outcome"), "answered");
+  const cites = await browser.$$('[data-testid="citation"]');
+  assert.ok(cites.length > 0, "the answer cites passages");
+  const verified = await browser.$$('.statement[data-check="verified"]');
+  assert.ok(verified.length > 0, "at least one statement is verified by the engine's check");
+  assert.match(await panel.getText(), /Sourdough/i);
+  await shot("05-chat-answer");
+  await cites[0].click();
+  const mark = await browser.$("mark.cited");
+  await mark.waitForDisplayed({ timeout: 10000 });
+  await shot("06-document-at-passage");
+  await browser.keys("Escape");
+  await (await $t("composer")).waitForDisplayed();
+});
+
+test("the debug pane shows scorer ids, calibration and decisions", async () => {
+  await (await $t("debug-toggle")).click();
+  const box = await $t("composer");
+  await box.click();
+  await browser.keys([..."sourdough starter feeding"]);
+  const pane = await $t("debug-pane");
+  await pane.waitForDisplayed({ timeout: 30000 });
+  await until("the cross-encoder id", async () => /cross-encoder:carrel-ce-v1@/.test(await (await $t("rerank-scorer")).getText()), 30000);
+  assert.match(await (await $t("cosine-scorer")).getText(), /^cosine:/);
+  assert.match(await (await $t("rerank-scorer")).getText(), /calibrated/);
+  assert.match(await pane.getText(), /admitted|below|vetoed/);
+  await shot("07-chat-debug");
+});
+
+test("markup inside a document is shown as text and never runs", async () => {
+  await (await browser.$('[data-nav="library"]')).click();
+  await (await $t("doc-search")).setValue("untrusted");
+  const title = await browser.$("tbody tr[data-doc] button.title");
+  await title.waitForDisplayed({ timeout: 10000 });
+  assert.match(await title.getText(), /<img src=x onerror=/);
+  await title.click();
+  const text = await $t("doc-text");
+  await text.waitForDisplayed({ timeout: 10000 });
+  assert.match(await text.getText(), /<script>window\.__pwned='text-script'<\/script>/);
+  assert.match(await (await $t("doc-title")).getText(), /<img src=x onerror=/);
+  await browser.pause(500);
+  assert.equal(await browser.execute(() => window.__pwned ?? null), null, "no handler or script ran");
+  assert.equal(await browser.execute(() => document.querySelectorAll("main img, main script").length), 0);
+  await shot("08-document-xss");
+});
+
+test("settings show the models, the database check and the cold start", async () => {
+  await (await browser.$('[data-nav="settings"]')).click();
+  const doctor = await $t("doctor");
+  await until("the doctor", async () => /integrity ok/.test(await doctor.getText()), 30000);
+  assert.match(await doctor.getText(), /carrel-ce-v1@/);
+  const started = await $t("first-paint");
+  const ms = Number((await started.getText()).match(/([\d.]+) ms/)?.[1]);
+  assert.ok(ms > 0, "the app reports its cold start");
+  console.log(`e2e: cold start to first paint ${ms.toFixed(0)} ms`);
+  await shot("09-settings");
+});
