@@ -54,11 +54,11 @@ ui-mock: ui/node_modules
 
 ## The desktop app (debug profile; dependencies optimised).
 app: desktop-deps ui
-	$(CARGO) build -p carrel-app
+	$(CARGO) build --bin carrel-app
 
 ## Regenerate ui/src/bindings.ts from the Rust types (a test fails when stale).
 bindings:
-	CARREL_WRITE_BINDINGS=1 $(CARGO) test -p carrel-app --lib bindings_are_fresh
+	CARREL_WRITE_BINDINGS=1 $(CARGO) test --lib bindings_are_fresh
 
 ## Browser-level UI tests: Debian's chromium, engine mocked at the IPC seam.
 ui-test: ui-mock

@@ -246,3 +246,28 @@ test("the match panel shows both lanes apart with their states; the debug pane s
   assert.match(await panel.getByTestId("hit-scorer").innerText(), /cosine:all-MiniLM-L6-v2@abc/);
   await page.close();
 });
+
+test("files dropped on the window are added, and a watch's change reloads the list", async () => {
+  const { page } = await open(browser, url, {
+    first_paint: () => 1,
+    list_documents: () => (window.__listed = (window.__listed ?? 0) + 1) > 1
+      ? [{
+          id: 5, title: "Dropped notes", kind: "text", source: "/drop/notes.txt", bytes: 10, chunks: 1,
+          content_hash: "d", state: "indexed", broken_reason: null, broken_code: null, truncated_at_chunk: null,
+          card_state: "ready", added_at: 1, synced_at: 1, source_missing: false,
+        }]
+      : [],
+    add_sources: () => ({ added: 1, unchanged: 0, failed: [], documents: [] }),
+  });
+  await page.getByTestId("empty-library").waitFor();
+  await page.evaluate(() => window.__CARREL_EMIT__("drop-hover", { active: true }));
+  await page.getByText("Drop files or folders to add them").waitFor();
+  await page.evaluate(() => window.__CARREL_EMIT__("files-dropped", { paths: ["/drop/notes.txt", "/drop/more"] }));
+  await page.locator("tr[data-doc='5']").waitFor();
+  const added = await page.evaluate(() => window.__CALLS__.find(([c]) => c === "add_sources")[1].inputs);
+  assert.deepEqual(added, ["/drop/notes.txt", "/drop/more"]);
+  assert.equal(await page.getByText("Drop files or folders to add them").count(), 0, "the overlay goes away");
+  await page.evaluate(() => window.__CARREL_EMIT__("library-changed", { added: 0, removed: 0, error: "source missing: /mnt/usb/notes" }));
+  await page.getByRole("status").filter({ hasText: "could not be read: source missing" }).waitFor();
+  await page.close();
+});
