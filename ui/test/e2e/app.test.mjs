@@ -182,4 +182,8 @@ test("settings show the models, the database check and the cold start", async ()
   assert.ok(ms > 0, "the app reports its cold start");
   console.log(`e2e: cold start to first paint ${ms.toFixed(0)} ms`);
   await shot("09-settings");
+  await (await browser.$('button[role="radio"]=dark')).click();
+  assert.equal(await browser.execute(() => document.documentElement.dataset.theme), "dark");
+  await (await browser.$('[data-nav="library"]')).click();
+  await shot("10-library-dark");
 });
