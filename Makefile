@@ -26,7 +26,6 @@ run: models app
 ## The UI in chromium with mocked IPC; then the real window end to end.
 test: models desktop-deps ui lint
 	$(CARGO) test --all-targets
-	$(CARGO) build --bin carrel
 	./tools/mcp-client-test.sh
 	$(MAKE) ui-test e2e
 	$(MAKE) eval
@@ -57,9 +56,11 @@ ui: ui/node_modules
 ui-mock: ui/node_modules
 	cd ui && npm run build:mock
 
-## The desktop app (debug profile; dependencies optimised).
+## The desktop app (debug profile; dependencies optimised). Every debug build
+## here is `--all-targets`, the selection `cargo test --all-targets` makes:
+## any other selection resolves features differently and rebuilds the tree.
 app: desktop-deps ui
-	$(CARGO) build --bin carrel-app
+	$(CARGO) build --all-targets
 
 ## Regenerate ui/src/bindings.ts from the Rust types (a test fails when stale).
 bindings:
@@ -80,7 +81,7 @@ e2e: app
 ## test in cargo test), Cranfield and CISI, whose figures and topic-lane leak
 ## counts are printed every run.
 eval: models
-	$(CARGO) build --bin carrel
+	$(CARGO) build --all-targets
 	$(BIN)/debug/carrel eval fixtures/labelled
 	@for set in cranfield cisi; do \
 	  if [ -d "$(SHARED_EVAL)/$$set" ]; then $(BIN)/debug/carrel eval $(SHARED_EVAL)/$$set || exit 1; \

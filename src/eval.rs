@@ -47,6 +47,49 @@ pub struct Metrics {
     pub noise_leaks: usize,
 }
 
+impl Metrics {
+    /// Adds one query's ranking against its relevant documents.
+    fn add(&mut self, ranked: &[String], relevant: &HashMap<String, f64>) {
+        let (ndcg, recall, mrr, p1) = score(ranked, relevant);
+        self.ndcg_at_10 += ndcg;
+        self.recall_at_10 += recall;
+        self.mrr_at_10 += mrr;
+        self.p_at_1 += p1;
+    }
+
+    /// Turns the sums into means over `queries` queries with qrels.
+    fn average(&mut self, queries: usize) {
+        let n = queries.max(1) as f64;
+        self.ndcg_at_10 /= n;
+        self.recall_at_10 /= n;
+        self.mrr_at_10 /= n;
+        self.p_at_1 /= n;
+    }
+}
+
+/// Scores another system's ranking (query id → doc ids, best first) on a
+/// BEIR-layout dataset with the metrics `carrel eval` uses, so a peer's
+/// figures are computed by the same code as ours (`make bench-peer`).
+/// A query missing from `run` counts as found nothing.
+pub fn score_run(dir: &Path, run: &HashMap<String, Vec<String>>) -> Result<Metrics> {
+    let queries: Vec<QueryLine> = read_jsonl(&dir.join("queries.jsonl"))?;
+    let qrels = read_qrels(&dir.join("qrels.tsv"))?;
+    let mut m = Metrics::default();
+    let mut relevant_queries = 0;
+    for q in &queries {
+        let ranked = run.get(&q.id).map(Vec::as_slice).unwrap_or(&[]);
+        match qrels.get(&q.id) {
+            Some(rel) => {
+                relevant_queries += 1;
+                m.add(ranked, rel);
+            }
+            None => m.noise_leaks += !ranked.is_empty() as usize,
+        }
+    }
+    m.average(relevant_queries);
+    Ok(m)
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct LaneRanking {
     pub state: String,
@@ -72,6 +115,9 @@ pub struct Latency {
     pub subject_p95_ms: f64,
     pub topic_p50_ms: f64,
     pub topic_p95_ms: f64,
+    /// FTS5 BM25 over the same documents, same queries.
+    pub bm25_p50_ms: f64,
+    pub bm25_p95_ms: f64,
 }
 
 fn percentile(values: &[f64], p: f64) -> f64 {
@@ -293,7 +339,8 @@ pub fn run(
     // Reopen, so the first query pays what a user's first query pays.
     drop(lib);
     let mut lib = Library::open(config)?;
-    let (mut embed_ms, mut subject_ms, mut topic_ms) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut embed_ms, mut subject_ms, mut topic_ms, mut bm25_ms) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut cold_first_query_ms = 0.0;
 
     let mut per_query = BTreeMap::new();
@@ -345,7 +392,11 @@ pub fn run(
             .iter()
             .filter_map(|c| doc_ids.get(&c.doc).cloned())
             .collect();
+        let started = std::time::Instant::now();
         let bm25_docs = bm25.search(&q.text)?;
+        if n > 0 {
+            bm25_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
         *subject_states
             .entry(r.subject.state().to_string())
             .or_insert(0) += 1;
@@ -359,18 +410,10 @@ pub fn run(
         } else {
             relevant_queries += 1;
             let rel = &qrels[&q.id];
-            for (m, ranked) in [
-                (&mut subject, &subject_docs),
-                (&mut cosine, &cosine_docs),
-                (&mut topic, &topic_docs),
-                (&mut base, &bm25_docs),
-            ] {
-                let (ndcg, recall, mrr, p1) = score(ranked, rel);
-                m.ndcg_at_10 += ndcg;
-                m.recall_at_10 += recall;
-                m.mrr_at_10 += mrr;
-                m.p_at_1 += p1;
-            }
+            subject.add(&subject_docs, rel);
+            cosine.add(&cosine_docs, rel);
+            topic.add(&topic_docs, rel);
+            base.add(&bm25_docs, rel);
         }
         per_query.insert(
             q.id.clone(),
@@ -389,11 +432,7 @@ pub fn run(
         );
     }
     for m in [&mut subject, &mut cosine, &mut topic, &mut base] {
-        let n = relevant_queries.max(1) as f64;
-        m.ndcg_at_10 /= n;
-        m.recall_at_10 /= n;
-        m.mrr_at_10 /= n;
-        m.p_at_1 /= n;
+        m.average(relevant_queries);
     }
     Ok(EvalReport {
         dataset: dir.display().to_string(),
@@ -416,6 +455,8 @@ pub fn run(
             subject_p95_ms: percentile(&subject_ms, 0.95),
             topic_p50_ms: percentile(&topic_ms, 0.5),
             topic_p95_ms: percentile(&topic_ms, 0.95),
+            bm25_p50_ms: percentile(&bm25_ms, 0.5),
+            bm25_p95_ms: percentile(&bm25_ms, 0.95),
         },
         per_query,
     })

@@ -532,14 +532,16 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 println!("topic states:   {:?}", report.topic_states);
                 let l = &report.latency;
                 println!(
-                    "latency: cold first query {:.0} ms; warm p50/p95 embed {:.1}/{:.1} ms, subject {:.1}/{:.1} ms, topic {:.1}/{:.1} ms",
+                    "latency: cold first query {:.0} ms; warm p50/p95 embed {:.1}/{:.1} ms, subject {:.1}/{:.1} ms, topic {:.1}/{:.1} ms, bm25 {:.1}/{:.1} ms",
                     l.cold_first_query_ms,
                     l.embed_p50_ms,
                     l.embed_p95_ms,
                     l.subject_p50_ms,
                     l.subject_p95_ms,
                     l.topic_p50_ms,
-                    l.topic_p95_ms
+                    l.topic_p95_ms,
+                    l.bm25_p50_ms,
+                    l.bm25_p95_ms
                 );
             }
             Ok(ExitCode::SUCCESS)

@@ -1,0 +1,172 @@
+//! `carrel-peer`: Carrel's side of `make bench-peer` (bench/peer/), the
+//! side-by-side benchmark against a chromadb pipeline. Each subcommand runs
+//! in its own process, so the driver can read its peak RSS, and prints one
+//! JSON object.
+//!
+//! - `embed-store CHUNKS`: Carrel's embedder over the exported chunk texts,
+//!   then the vectors written to the library's own `chunk_vectors` table
+//!   (sqlite-vec), one transaction: the work chromadb's `add` does.
+//! - `export-chunks LIBRARY OUT`: every chunk text of a library exactly as
+//!   Carrel embedded it, so both systems embed the same texts.
+//! - `score-run DATASET RUN`: scores another system's ranking with the same
+//!   metrics code `carrel eval` uses, so every nDCG in the table has one owner.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use rusqlite::params;
+use serde::{Deserialize, Serialize};
+
+use carrel::models::{Embedder, ModelConfig, OnnxEmbedder};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Embed chunk texts (JSONL of {"text"}) and store the vectors
+    EmbedStore {
+        chunks: PathBuf,
+        #[arg(long, env = "CARREL_MODELS")]
+        models: PathBuf,
+        #[arg(long, default_value_t = carrel::models::DEFAULT_THREADS)]
+        threads: usize,
+    },
+    /// Write every chunk of LIBRARY as Carrel embeds it (JSONL of {"doc", "text"})
+    ExportChunks {
+        library: PathBuf,
+        out: PathBuf,
+        #[arg(long, env = "CARREL_MODELS")]
+        models: PathBuf,
+    },
+    /// Score a ranking ({"query id": ["doc id", ...]}) against DATASET's qrels
+    ScoreRun { dataset: PathBuf, run: PathBuf },
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Timing {
+    system: &'static str,
+    texts: usize,
+    load_s: f64,
+    embed_s: f64,
+    store_s: f64,
+    seconds: f64,
+    texts_per_s: f64,
+    threads: usize,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    match Cli::parse().command {
+        Command::EmbedStore {
+            chunks,
+            models,
+            threads,
+        } => {
+            let texts: Vec<String> = std::fs::read_to_string(&chunks)?
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str::<Chunk>(l).map(|c| c.text))
+                .collect::<Result<_, _>>()?;
+            let mut config = ModelConfig::new(models);
+            config.threads = threads;
+            let t = Instant::now();
+            let mut embedder = OnnxEmbedder::load(&config)?;
+            embedder.embed(&["warm up"])?;
+            let load_s = t.elapsed().as_secs_f64();
+
+            let dir = std::env::temp_dir().join(format!("carrel-peer-{}", std::process::id()));
+            std::fs::create_dir_all(&dir)?;
+            let db = dir.join(carrel::DATABASE_FILE);
+            // The real schema (and sqlite-vec registered for this process).
+            drop(carrel::store::Store::open(&db)?);
+            let mut conn = rusqlite::Connection::open(&db)?;
+
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let t = Instant::now();
+            let vectors = embedder.embed(&refs)?;
+            let embed_s = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let tx = conn.transaction()?;
+            {
+                let mut insert = tx.prepare(
+                    "INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (?1, ?2, 'bench')",
+                )?;
+                for (i, v) in vectors.iter().enumerate() {
+                    insert.execute(params![
+                        i as i64 + 1,
+                        zerocopy::IntoBytes::as_bytes(v.as_slice())
+                    ])?;
+                }
+            }
+            tx.commit()?;
+            let store_s = t.elapsed().as_secs_f64();
+            let _ = std::fs::remove_dir_all(&dir);
+            let seconds = embed_s + store_s;
+            println!(
+                "{}",
+                serde_json::to_string(&Timing {
+                    system: "carrel",
+                    texts: texts.len(),
+                    load_s,
+                    embed_s,
+                    store_s,
+                    seconds,
+                    texts_per_s: texts.len() as f64 / seconds,
+                    threads,
+                })?
+            );
+        }
+        Command::ExportChunks {
+            library,
+            out,
+            models,
+        } => {
+            use std::io::Write;
+            let lib = carrel::Library::open(carrel::LibraryConfig::new(
+                library,
+                ModelConfig::new(models),
+            ))?;
+            let mut w = std::io::BufWriter::new(std::fs::File::create(&out)?);
+            let mut n = 0;
+            let mut seen = std::collections::HashSet::new();
+            for doc in lib.list()? {
+                // Identical bodies are stored and embedded once.
+                if !doc
+                    .content_hash
+                    .as_ref()
+                    .is_some_and(|h| seen.insert(h.clone()))
+                {
+                    continue;
+                }
+                for c in lib.chunks(doc.id)? {
+                    let text = carrel::ingest::chunk_embed_text(&c.heading_path, &c.text);
+                    serde_json::to_writer(
+                        &mut w,
+                        &serde_json::json!({"doc": doc.id, "text": text}),
+                    )?;
+                    w.write_all(b"\n")?;
+                    n += 1;
+                }
+            }
+            w.flush()?;
+            println!("{}", serde_json::json!({"chunks": n}));
+        }
+        Command::ScoreRun { dataset, run } => {
+            let run: HashMap<String, Vec<String>> =
+                serde_json::from_str(&std::fs::read_to_string(run)?)?;
+            let scores = carrel::eval::score_run(&dataset, &run)?;
+            println!("{}", serde_json::to_string(&scores)?);
+        }
+    }
+    Ok(())
+}
