@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test models lint eval bench bench-mcp fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy
+.PHONY: run test models lint eval bench bench-mcp fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer
 
 TOOLS := $(BIN)/tools/bin
 APP := $(BIN)/debug/carrel-app
@@ -105,6 +105,16 @@ bench-mcp: models
 	$(CARGO) build --release --bin carrel
 	./tools/mcp-client-test.sh --venv-only
 	$(BIN)/mcp-client-venv/bin/python bench/mcp_latency.py $(BIN)/release/carrel $(SHARED_EVAL)/cranfield
+
+## Carrel vs a chromadb pipeline (the same all-MiniLM-L6-v2 files) and FTS5
+## BM25, one run: embed + store, raw ONNX Runtime, end-to-end ingest of 1,025
+## real documents, warm query latency, peak RSS, Cranfield nDCG@10. Prints a
+## markdown table; the same figures go to bench/peer/latest.json.
+bench-peer: models
+	./bench/fetch-corpus.sh
+	./bench/peer/fetch-extra.sh
+	$(CARGO) build --release --bin carrel --bin carrel-peer
+	SHARED_EVAL=$(SHARED_EVAL) ./bench/peer/run.sh
 
 ## Rebuild the cross-encoder from scratch (about 35 min on 2 cores) and check
 ## it against models/carrel-ce-v1; PROMOTE=1 replaces the committed one.

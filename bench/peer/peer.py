@@ -201,14 +201,14 @@ def sample_evenly(src, dst, n):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", required=True, help="cargo target dir with release carrel and carrel-peer")
-    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--corpus", required=True, nargs="+", help="folders of documents to add")
     ap.add_argument("--cranfield", required=True)
     ap.add_argument("--models", default=os.environ.get("CARREL_MODELS"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--sample", type=int, default=1500, help="chunk texts in each embed+store round")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", default=str(HERE / "latest.json"))
-    ap.add_argument("--limit", type=int, default=0, help="at most this many files per format (0: all)")
+    ap.add_argument("--limit", type=int, default=0, help="at most this many files per folder (0: all)")
     a = ap.parse_args()
     release = Path(a.bin) / "release"
     carrel, peer = release / "carrel", release / "carrel-peer"
@@ -226,14 +226,14 @@ def main():
     # 1. Carrel end to end: the real CLI adds the corpus folders to a fresh
     # library (exit 1 only says some files were broken; they are counted).
     folders, documents = [], 0
-    for fmt in ["html", "markdown", "pdf", "text"]:
-        src = Path(a.corpus) / fmt
-        files = sorted(p for p in src.rglob("*") if p.is_file())
+    for n, folder in enumerate(a.corpus):
+        src = Path(folder)
+        files = sorted(p for p in src.rglob("*") if p.is_file() and not p.name.startswith("."))
         if a.limit:
             files = files[: a.limit]
-            src = work / "corpus" / fmt
+            src = work / "corpus" / str(n)
+            src.mkdir(parents=True)
             for f in files:
-                (src / f.name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, src / f.name)
         folders.append(src)
         documents += len(files)
