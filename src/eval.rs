@@ -478,6 +478,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_peer_run_is_scored_like_a_lane_and_noise_answers_count_as_leaks() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("queries.jsonl"),
+            "{\"_id\": \"1\", \"text\": \"a\"}\n{\"_id\": \"2\", \"text\": \"b\"}\n{\"_id\": \"3\", \"text\": \"noise\"}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("qrels.tsv"),
+            "query-id\tcorpus-id\tscore\n1\td1\t1\n2\td2\t1\n",
+        )
+        .unwrap();
+        let run: HashMap<String, Vec<String>> = [
+            ("1".to_string(), vec!["d1".to_string()]),
+            ("3".to_string(), vec!["d9".to_string()]),
+        ]
+        .into();
+        let m = score_run(dir.path(), &run).unwrap();
+        // Query 1 perfect, query 2 missing from the run (found nothing).
+        assert!((m.ndcg_at_10 - 0.5).abs() < 1e-9, "{m:?}");
+        assert_eq!((m.p_at_1, m.noise_leaks), (0.5, 1));
+    }
+
+    #[test]
     fn metrics_match_hand_computed_values() {
         let rel: HashMap<String, f64> = [("a".to_string(), 1.0), ("b".to_string(), 1.0)].into();
         let ranked = vec![
