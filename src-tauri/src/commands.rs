@@ -153,6 +153,7 @@ pub async fn pick_files(app: AppHandle) -> Result<Vec<String>> {
                 &["pdf", "html", "htm", "md", "markdown", "txt", "text"],
             )
             .blocking_pick_files()
+            // None: the user closed the dialog without picking.
             .unwrap_or_default()
             .into_iter()
             .map(|p| p.to_string())

@@ -53,12 +53,18 @@ impl Answerer {
             std::env::var("CARREL_LLM_MODEL"),
         ) {
             (Ok(url), Ok(model)) if !url.is_empty() && !model.is_empty() => {
-                let mut cfg = LlmConfig::new(&url, &model);
-                cfg.api_key = std::env::var("CARREL_LLM_API_KEY").ok();
-                Answerer::Llm(cfg)
+                Answerer::llm(&url, &model)
             }
             _ => Answerer::Extractive,
         }
+    }
+
+    /// An OpenAI-compatible model at `url`, with `CARREL_LLM_API_KEY` as its
+    /// key when set (a local server needs none).
+    pub fn llm(url: &str, model: &str) -> Answerer {
+        let mut cfg = LlmConfig::new(url, model);
+        cfg.api_key = std::env::var("CARREL_LLM_API_KEY").ok();
+        Answerer::Llm(cfg)
     }
 
     pub fn name(&self) -> String {

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use carrel::answer::{Answerer, Check, Found, LlmConfig, Outcome};
+use carrel::answer::{Answerer, Check, Found, Outcome};
 use carrel::chunk::Mode;
 use carrel::models::ModelConfig;
 use carrel::{Error, Library, LibraryConfig, Limits};
@@ -440,11 +440,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             json,
         } => {
             let answerer = match (llm_url, llm_model) {
-                (Some(url), Some(model)) => {
-                    let mut cfg = LlmConfig::new(url, model);
-                    cfg.api_key = std::env::var("CARREL_LLM_API_KEY").ok();
-                    Answerer::Llm(cfg)
-                }
+                (Some(url), Some(model)) => Answerer::llm(url, model),
                 _ => Answerer::Extractive,
             };
             let answer = open(&cli)?.ask(message, &answerer)?;
