@@ -48,12 +48,34 @@ pub fn default_data_dir() -> Result<PathBuf> {
         .join(APP_IDENTIFIER))
 }
 
-/// `CARREL_LIBRARY` if set, else `library/` in the data folder.
-pub fn default_library_dir() -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("CARREL_LIBRARY") {
-        return Ok(PathBuf::from(dir));
+/// Who chose the library folder in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LibraryDirFrom {
+    /// The CLI's `--library`: said for this one command.
+    Flag,
+    /// `CARREL_LIBRARY`: beats a saved choice, so a script or a test can
+    /// point the app anywhere without touching the user's settings.
+    Env,
+    /// The app's saved setting.
+    Saved,
+    /// `library/` in the per-user data folder.
+    Default,
+}
+
+/// The library folder, in the one order the CLI and the app share:
+/// a flag, then `CARREL_LIBRARY`, then the saved setting, then `library/`
+/// in the data folder.
+pub fn library_dir(flag: Option<&Path>, saved: Option<&Path>) -> Result<(PathBuf, LibraryDirFrom)> {
+    if let Some(dir) = flag {
+        return Ok((dir.to_path_buf(), LibraryDirFrom::Flag));
     }
-    Ok(default_data_dir()?.join("library"))
+    if let Some(dir) = std::env::var_os("CARREL_LIBRARY") {
+        return Ok((PathBuf::from(dir), LibraryDirFrom::Env));
+    }
+    match saved {
+        Some(dir) => Ok((dir.to_path_buf(), LibraryDirFrom::Saved)),
+        None => Ok((default_data_dir()?.join("library"), LibraryDirFrom::Default)),
+    }
 }
 
 #[derive(Debug, Clone)]

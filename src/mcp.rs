@@ -14,6 +14,7 @@ use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 
 use crate::answer::cite::{self, Located, squash};
+use crate::lanes::Detail;
 use crate::{Error, Library};
 
 /// A document id: an integer such as `12`, or the same digits as a string
@@ -134,13 +135,7 @@ impl CarrelMcp {
         let r = self
             .with_library(move |lib| lib.match_query(&args.query, top_k))
             .await?;
-        let mut v = serde_json::json!({
-            "query": r.query,
-            "subject": r.subject.view(),
-            "topic": r.topic.view(),
-        });
-        v["topic"]["vetoed"] = r.explain.vetoed.into();
-        to_json(&v)
+        to_json(&r.view(Detail::Hits))
     }
 
     #[tool(

@@ -312,7 +312,7 @@ fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
             .starts_with("cross-encoder:carrel-ce-v1@")
     );
     assert_eq!(v["topic"]["state"], "ready");
-    assert!(v["topic"]["vetoed"].is_u64());
+    assert!(v["topic_vetoed"].is_u64());
     let hit = &v["topic"]["hits"][0];
     for field in [
         "doc",

@@ -4,9 +4,9 @@
 use carrel::answer::mention::{self, Mention, Resolution};
 use carrel::answer::{self, Answer, Answerer, MentionOption};
 use carrel::ingest::{AddReport, Progress};
-use carrel::lanes::MatchView;
+use carrel::lanes::{Detail, MatchView};
 use carrel::store::DocumentRow;
-use carrel::{Doctor, DocumentText, Library};
+use carrel::{Doctor, DocumentText, Library, LibraryDirFrom};
 use serde::Serialize;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State};
@@ -80,7 +80,7 @@ pub async fn add_sources(
 #[specta::specta]
 pub async fn match_query(state: State<'_, AppState>, query: String) -> Result<MatchView> {
     with_library(&state, move |l| {
-        Ok(l.match_query(&query, MATCH_TOP_K)?.view())
+        Ok(l.match_query(&query, MATCH_TOP_K)?.view(Detail::Explain))
     })
     .await
 }
@@ -220,9 +220,10 @@ pub struct AppInfo {
 fn app_info(state: &AppState) -> Result<AppInfo> {
     let settings = state.settings();
     let config = settings.library_config()?;
+    let (_, from) = settings.library_in_use()?;
     Ok(AppInfo {
         library_dir: config.dir.display().to_string(),
-        library_from_env: std::env::var_os("CARREL_LIBRARY").is_some(),
+        library_from_env: from == LibraryDirFrom::Env,
         models_dir: config.models.dir.display().to_string(),
         answerer: Answerer::from_env().name(),
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -238,7 +239,11 @@ pub async fn get_settings(state: State<'_, AppState>) -> Result<AppInfo> {
 
 #[tauri::command]
 #[specta::specta]
-pub async fn set_settings(state: State<'_, AppState>, settings: Settings) -> Result<AppInfo> {
+pub async fn set_settings(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    settings: Settings,
+) -> Result<AppInfo> {
     if settings.threads == 0 || settings.threads > 64 {
         return Err(AppError::new(
             ErrorKind::BadInput,
@@ -246,6 +251,8 @@ pub async fn set_settings(state: State<'_, AppState>, settings: Settings) -> Res
         ));
     }
     state.apply(settings)?;
+    // The watcher follows the library (and its thread count).
+    state.replace_watcher(crate::spawn_watcher(app, state.settings()));
     app_info(&state)
 }
 

@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod state;
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
@@ -71,8 +72,8 @@ pub fn run(context: tauri::Context<tauri::Wry>, started: Instant) {
                 Settings::default()
             });
             let state = AppState::open(settings.clone(), started)?;
+            state.replace_watcher(spawn_watcher(app.handle().clone(), settings));
             app.manage(state);
-            spawn_watcher(app.handle().clone(), settings);
             Ok(())
         })
         .on_window_event(|window, event| {
@@ -103,17 +104,18 @@ pub fn run(context: tauri::Context<tauri::Wry>, started: Instant) {
 
 /// Keeps watched folders and URLs in sync while the app runs (the same
 /// `watch::run` as `carrel watch run`), on its own connection, and tells the
-/// UI when something changed.
-fn spawn_watcher(app: tauri::AppHandle, settings: Settings) {
+/// UI when something changed. Returns the flag that stops it: a change of library in Settings stops
+/// this watcher and starts one on the new library.
+pub(crate) fn spawn_watcher(app: tauri::AppHandle, settings: Settings) -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
     std::thread::spawn(move || {
-        // Never set: the loop lives as long as the app, and ends with it.
-        static STOP: AtomicBool = AtomicBool::new(false);
         let result = settings
             .library_config()
             .map_err(|e| e.message)
             .and_then(|c| carrel::Library::open(c).map_err(|e| e.to_string()))
             .and_then(|mut lib| {
-                carrel::watch::run(&mut lib, &STOP, &mut |r| {
+                carrel::watch::run(&mut lib, &flag, &mut |r| {
                     if r.added + r.removed + r.renamed > 0 || r.error.is_some() {
                         let _ = LibraryChanged {
                             added: r.added as u32,
@@ -129,6 +131,7 @@ fn spawn_watcher(app: tauri::AppHandle, settings: Settings) {
             tracing::error!("watched folders are not kept in sync: {e}");
         }
     });
+    stop
 }
 
 #[cfg(test)]

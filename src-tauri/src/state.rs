@@ -5,12 +5,13 @@
 //! own [`Library`] on the same database (SQLite WAL), so a long import never
 //! blocks the list or the match panel.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use carrel::models::ModelConfig;
-use carrel::{Library, LibraryConfig};
+use carrel::{Library, LibraryConfig, LibraryDirFrom};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{AppError, ErrorKind, Result};
@@ -69,14 +70,17 @@ impl Settings {
         Ok(())
     }
 
-    /// The library this app opens: `CARREL_LIBRARY` wins (as for the CLI),
-    /// then the saved choice, then the default location.
+    /// The library this app opens: `CARREL_LIBRARY`, then the saved choice,
+    /// then the default location (the order is `carrel::library_dir`'s).
+    pub fn library_in_use(&self) -> Result<(PathBuf, LibraryDirFrom)> {
+        Ok(carrel::library_dir(
+            None,
+            self.library_dir.as_deref().map(Path::new),
+        )?)
+    }
+
     pub fn library_config(&self) -> Result<LibraryConfig> {
-        let dir = match (std::env::var_os("CARREL_LIBRARY"), &self.library_dir) {
-            (Some(env), _) => PathBuf::from(env),
-            (None, Some(dir)) => PathBuf::from(dir),
-            (None, None) => carrel::default_library_dir()?,
-        };
+        let (dir, _) = self.library_in_use()?;
         let mut models = ModelConfig::new(ModelConfig::default_dir()?);
         models.threads = self.threads.max(1) as usize;
         Ok(LibraryConfig::new(dir, models))
@@ -86,6 +90,8 @@ impl Settings {
 pub struct AppState {
     library: Arc<Mutex<Library>>,
     settings: Mutex<Settings>,
+    /// Stops the running watcher (see `spawn_watcher`).
+    watcher: Mutex<Option<Arc<AtomicBool>>>,
     pub started: Instant,
 }
 
@@ -95,6 +101,7 @@ impl AppState {
         Ok(AppState {
             library: Arc::new(Mutex::new(library)),
             settings: Mutex::new(settings),
+            watcher: Mutex::new(None),
             started,
         })
     }
@@ -117,10 +124,44 @@ impl AppState {
         *lock(&self.settings) = settings;
         Ok(())
     }
+
+    /// Stops the running watcher, if any, and keeps the new one's stop flag.
+    pub fn replace_watcher(&self, stop: Arc<AtomicBool>) {
+        if let Some(old) = lock(&self.watcher).replace(stop) {
+            old.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
 /// A poisoned lock means a command panicked mid-way; the library's own
 /// transactions keep the data sound, so carry on with it.
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_watcher_stops_the_one_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            library_dir: Some(dir.path().display().to_string()),
+            threads: 1,
+        };
+        let state = AppState::open(settings, Instant::now()).unwrap();
+        let (first, second) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        state.replace_watcher(first.clone());
+        assert!(!first.load(Ordering::SeqCst));
+        state.replace_watcher(second.clone());
+        assert!(
+            first.load(Ordering::SeqCst),
+            "the old library's watcher still runs"
+        );
+        assert!(!second.load(Ordering::SeqCst));
+    }
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use carrel::answer::{Answerer, Check, Found, Outcome};
 use carrel::chunk::Mode;
+use carrel::lanes::Detail;
 use carrel::models::ModelConfig;
 use carrel::{Error, Library, LibraryConfig, Limits};
 
@@ -22,8 +23,9 @@ use carrel::{Error, Library, LibraryConfig, Limits};
     propagate_version = true
 )]
 struct Cli {
-    /// Library folder [default: the platform data dir, shared with the app]
-    #[arg(long, env = "CARREL_LIBRARY", global = true)]
+    /// Library folder [default: $CARREL_LIBRARY, else the platform data dir,
+    /// shared with the app]
+    #[arg(long, global = true)]
     library: Option<PathBuf>,
     /// Folder with the ONNX Runtime library and the models (`make models` fills it)
     #[arg(long, env = "CARREL_MODELS", global = true)]
@@ -209,10 +211,7 @@ fn open(cli: &Cli) -> Result<Library, Error> {
 }
 
 fn open_with(cli: &Cli, limits: Limits) -> Result<Library, Error> {
-    let dir = match &cli.library {
-        Some(d) => d.clone(),
-        None => carrel::default_library_dir()?,
-    };
+    let (dir, _) = carrel::library_dir(cli.library.as_deref(), None)?;
     let mut config = LibraryConfig::new(dir, models(cli)?);
     config.limits = limits;
     Library::open(config)
@@ -462,16 +461,12 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         } => {
             let response = open(&cli)?.match_query(query, *top_k)?;
             if *json {
-                let mut v = serde_json::json!({
-                    "query": response.query,
-                    "subject": response.subject.view(),
-                    "topic": response.topic.view(),
-                });
-                v["topic"]["vetoed"] = response.explain.vetoed.into();
-                if *explain {
-                    v["explain"] = serde_json::to_value(&response.explain).expect("serialisable");
-                }
-                print_json(&v);
+                let detail = if *explain {
+                    Detail::Explain
+                } else {
+                    Detail::Hits
+                };
+                print_json(&response.view(detail));
             } else {
                 print_match(&response, *explain);
             }

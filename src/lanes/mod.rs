@@ -240,23 +240,40 @@ pub struct MatchResponse {
     pub explain: Explain,
 }
 
-/// [`MatchResponse`] as the app receives it: each lane as
-/// `{state, reason, hits}`, side by side, with the explanation.
+/// [`MatchResponse`] on the wire, the one shape for the app, `carrel match
+/// --json` and the MCP `search` tool: each lane as `{state, reason, hits}`,
+/// side by side, the count the heading veto dropped, and, when asked for,
+/// the explanation with every candidate.
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct MatchView {
     pub query: String,
     pub subject: LaneView<SubjectHit>,
     pub topic: LaneView<TopicHit>,
-    pub explain: Explain,
+    /// Topic candidates dropped by the heading veto: a reason for an empty
+    /// topic lane that the hits alone would hide.
+    pub topic_vetoed: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[specta(optional)]
+    pub explain: Option<Explain>,
+}
+
+/// Whether a [`MatchView`] carries the [`Explain`] (every candidate, scorer
+/// and timing), which the debug pane and `--explain` want and an agent's
+/// context does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    Hits,
+    Explain,
 }
 
 impl MatchResponse {
-    pub fn view(&self) -> MatchView {
+    pub fn view(&self, detail: Detail) -> MatchView {
         MatchView {
             query: self.query.clone(),
             subject: self.subject.view(),
             topic: self.topic.view(),
-            explain: self.explain.clone(),
+            topic_vetoed: self.explain.vetoed,
+            explain: (detail == Detail::Explain).then(|| self.explain.clone()),
         }
     }
 }

@@ -293,14 +293,21 @@ export type Location = {
 };
 
 /**
- *  [`MatchResponse`] as the app receives it: each lane as
- *  `{state, reason, hits}`, side by side, with the explanation.
+ *  [`MatchResponse`] on the wire, the one shape for the app, `carrel match
+ *  --json` and the MCP `search` tool: each lane as `{state, reason, hits}`,
+ *  side by side, the count the heading veto dropped, and, when asked for,
+ *  the explanation with every candidate.
  */
 export type MatchView = {
 	query: string,
 	subject: LaneView<SubjectHit>,
 	topic: LaneView<TopicHit>,
-	explain: Explain,
+	/**
+	 *  Topic candidates dropped by the heading veto: a reason for an empty
+	 *  topic lane that the hits alone would hide.
+	 */
+	topic_vetoed: number,
+	explain?: Explain | null,
 };
 
 /**  One mention as typed, with its byte span in the message. */

@@ -215,6 +215,7 @@ test("the match panel shows both lanes apart with their states; the debug pane s
         state: "ready", reason: null,
         hits: [{ doc: 1, title: "Sourdough starter", locations: [], chunk: 11, heading_path: ["Feeding"], passage: "Feed the starter twice a day.", page: null, cosine: 0.71, scorer: "cosine:all-MiniLM-L6-v2@abc" }],
       },
+      topic_vetoed: 1,
       explain: {
         subject: [{ doc: 1, title: "Sourdough starter", cosine: 0.62, rerank: null, heading_path: null, decision: "reranker_unavailable" }],
         topic: [
