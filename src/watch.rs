@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -40,7 +41,7 @@ pub const DEFAULT_EXCLUDE: &[&str] = &[
 ];
 
 /// What one sync did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, specta::Type)]
 pub struct SyncReport {
     pub watch: i64,
     pub target: String,
@@ -216,12 +217,47 @@ fn sync_folder(
     Ok(())
 }
 
+/// What adding a watch did: the watch, whether it is new (false: one on
+/// the same target was there already), and its first sync.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct Watched {
+    pub watch: Watch,
+    pub created: bool,
+    pub sync: SyncReport,
+}
+
+/// Adds a watch (or finds the one on the same target) and syncs it once
+/// now, so what it covers is in the library when this returns.
+pub fn add(
+    lib: &mut Library,
+    w: &NewWatch,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Watched> {
+    let (id, created) = lib.add_watch(w)?;
+    let watch = lib
+        .watches()?
+        .into_iter()
+        .find(|w| w.id == id)
+        .ok_or(Error::UnknownWatch(id))?;
+    let sync = sync(lib, &watch, progress)?;
+    Ok(Watched {
+        watch,
+        created,
+        sync,
+    })
+}
+
 /// Keeps every watch in sync until `stop` is set: an initial sync of each,
 /// then file events and intervals. New watches (added by another process)
 /// are picked up within a few seconds. Each finished sync is reported.
+///
+/// Each sync holds `gate`: a process that also syncs watches itself (the
+/// app adding one) holds it too, so the two never embed the same files at
+/// once on a 2-core machine.
 pub fn run(
     lib: &mut Library,
     stop: &AtomicBool,
+    gate: &Mutex<()>,
     report: &mut dyn FnMut(&SyncReport),
 ) -> Result<()> {
     use notify::RecursiveMode;
@@ -265,7 +301,10 @@ pub fn run(
             if stop.load(Ordering::SeqCst) {
                 break;
             }
-            let r = sync(lib, w, &mut |_| {})?;
+            let r = {
+                let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+                sync(lib, w, &mut |_| {})?
+            };
             report(&r);
         }
         dirty.clear();

@@ -5,7 +5,7 @@ use carrel::answer::mention::{self, Mention, Resolution};
 use carrel::answer::{self, Answer, Answerer, MentionOption};
 use carrel::ingest::{AddReport, Progress};
 use carrel::lanes::{Detail, MatchView};
-use carrel::store::DocumentRow;
+use carrel::store::{DocumentRow, Watch};
 use carrel::{Doctor, DocumentText, Library, LibraryDirFrom};
 use serde::Serialize;
 use tauri::ipc::Channel;
@@ -55,25 +55,79 @@ pub async fn remove_document(state: State<'_, AppState>, id: i64) -> Result<()> 
     with_library(&state, move |l| l.remove(id)).await
 }
 
-/// Adds files, folders and URLs. Progress goes to `on_progress`; failures
-/// are in the report, by name and reason. Runs on its own connection so the
-/// rest of the app stays responsive.
+/// Adds files, folders and URLs. With `keep_in_sync`, each folder and URL
+/// becomes a watch (or finds its existing one) and is synced now, so the
+/// watcher keeps it up to date afterwards; files are added once. Progress
+/// goes to `on_progress`; failures are in the report, by name and reason.
+/// Runs on its own connection so the rest of the app stays responsive.
 #[tauri::command]
 #[specta::specta]
 pub async fn add_sources(
     state: State<'_, AppState>,
     inputs: Vec<String>,
+    keep_in_sync: bool,
     on_progress: Channel<Progress>,
 ) -> Result<AddReport> {
     let config = state.settings().library_config()?;
+    let gate = state.sync_gate();
     blocking(move || {
         let mut lib = Library::open(config)?;
-        Ok(lib.add(&inputs, &mut |p| {
-            // A closed window is not a failed ingest: keep going.
+        // A closed window is not a failed ingest: keep going.
+        let mut progress = |p: &Progress| {
             let _ = on_progress.send(p.clone());
-        })?)
+        };
+        let (mut watches, mut once) = (Vec::new(), Vec::new());
+        for input in inputs {
+            // Only what a watch can follow (a folder, a URL) becomes one.
+            let watch = keep_in_sync.then(|| {
+                carrel::watch::new_watch(
+                    &input,
+                    carrel::watch::DEFAULT_INTERVAL_S,
+                    Vec::new(),
+                    Vec::new(),
+                    false,
+                )
+            });
+            match watch {
+                Some(Ok(w)) => watches.push(w),
+                _ => once.push(input),
+            }
+        }
+        let mut report = lib.add(&once, &mut progress)?;
+        for w in watches {
+            let sync = {
+                let _held = lock(&gate);
+                carrel::watch::add(&mut lib, &w, &mut progress)?.sync
+            };
+            report.added += sync.added;
+            report.unchanged += sync.unchanged;
+            // A URL's error is its one failure; a folder's is not a file's.
+            match (sync.error, sync.failed.is_empty()) {
+                (Some(reason), true) => report.failed.push(carrel::ingest::Failure {
+                    source: w.target.clone(),
+                    reason,
+                }),
+                _ => report.failed.extend(sync.failed),
+            }
+        }
+        Ok(report)
     })
     .await
+}
+
+/// The watched folders and URLs, with when each last synced and why it
+/// failed, if it did.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_watches(state: State<'_, AppState>) -> Result<Vec<Watch>> {
+    with_library(&state, |l| l.watches()).await
+}
+
+/// Stops watching; the documents stay.
+#[tauri::command]
+#[specta::specta]
+pub async fn remove_watch(state: State<'_, AppState>, id: i64) -> Result<()> {
+    with_library(&state, move |l| l.remove_watch(id)).await
 }
 
 #[tauri::command]
@@ -252,7 +306,11 @@ pub async fn set_settings(
     }
     state.apply(settings)?;
     // The watcher follows the library (and its thread count).
-    state.replace_watcher(crate::spawn_watcher(app, state.settings()));
+    state.replace_watcher(crate::spawn_watcher(
+        app,
+        state.settings(),
+        state.sync_gate(),
+    ));
     app_info(&state)
 }
 

@@ -10,8 +10,8 @@ pub mod error;
 pub mod events;
 pub mod state;
 
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tauri::{DragDropEvent, Manager, WindowEvent};
@@ -36,6 +36,8 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::read_document,
             commands::remove_document,
             commands::add_sources,
+            commands::list_watches,
+            commands::remove_watch,
             commands::match_query,
             commands::complete_mention,
             commands::check_mentions,
@@ -72,7 +74,11 @@ pub fn run(context: tauri::Context<tauri::Wry>, started: Instant) {
                 Settings::default()
             });
             let state = AppState::open(settings.clone(), started)?;
-            state.replace_watcher(spawn_watcher(app.handle().clone(), settings));
+            state.replace_watcher(spawn_watcher(
+                app.handle().clone(),
+                settings,
+                state.sync_gate(),
+            ));
             app.manage(state);
             Ok(())
         })
@@ -106,7 +112,11 @@ pub fn run(context: tauri::Context<tauri::Wry>, started: Instant) {
 /// `watch::run` as `carrel watch run`), on its own connection, and tells the
 /// UI when something changed. Returns the flag that stops it: a change of library in Settings stops
 /// this watcher and starts one on the new library.
-pub(crate) fn spawn_watcher(app: tauri::AppHandle, settings: Settings) -> Arc<AtomicBool> {
+pub(crate) fn spawn_watcher(
+    app: tauri::AppHandle,
+    settings: Settings,
+    gate: Arc<Mutex<()>>,
+) -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     std::thread::spawn(move || {
@@ -115,7 +125,7 @@ pub(crate) fn spawn_watcher(app: tauri::AppHandle, settings: Settings) -> Arc<At
             .map_err(|e| e.message)
             .and_then(|c| carrel::Library::open(c).map_err(|e| e.to_string()))
             .and_then(|mut lib| {
-                carrel::watch::run(&mut lib, &flag, &mut |r| {
+                carrel::watch::run(&mut lib, &flag, &gate, &mut |r| {
                     if r.added + r.removed + r.renamed > 0 || r.error.is_some() {
                         let _ = LibraryChanged {
                             added: r.added as u32,

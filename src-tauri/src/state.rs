@@ -92,6 +92,8 @@ pub struct AppState {
     settings: Mutex<Settings>,
     /// Stops the running watcher (see `spawn_watcher`).
     watcher: Mutex<Option<Arc<AtomicBool>>>,
+    /// Held by every watch sync, the watcher's and a new watch's first one.
+    sync_gate: Arc<Mutex<()>>,
     pub started: Instant,
 }
 
@@ -102,6 +104,7 @@ impl AppState {
             library: Arc::new(Mutex::new(library)),
             settings: Mutex::new(settings),
             watcher: Mutex::new(None),
+            sync_gate: Arc::default(),
             started,
         })
     }
@@ -123,6 +126,10 @@ impl AppState {
         *lock(&self.library) = library;
         *lock(&self.settings) = settings;
         Ok(())
+    }
+
+    pub fn sync_gate(&self) -> Arc<Mutex<()>> {
+        self.sync_gate.clone()
     }
 
     /// Stops the running watcher, if any, and keeps the new one's stop flag.

@@ -4,6 +4,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -663,20 +664,20 @@ fn watch(cli: &Cli, command: &WatchCommand) -> Result<ExitCode, Error> {
                 *allow_private,
             )?;
             let mut lib = open(cli)?;
-            let (id, created) = lib.add_watch(&w)?;
-            let w = lib
-                .watches()?
-                .into_iter()
-                .find(|w| w.id == id)
-                .ok_or(Error::UnknownWatch(id))?;
-            println!(
-                "{} watch {id}: {}",
-                if created { "added" } else { "already there:" },
-                w.target
-            );
             let bar = progress_bar();
-            let r = carrel::watch::sync(&mut lib, &w, &mut |p| show_progress(&bar, p))?;
+            let added = carrel::watch::add(&mut lib, &w, &mut |p| show_progress(&bar, p))?;
             bar.finish_and_clear();
+            println!(
+                "{} watch {}: {}",
+                if added.created {
+                    "added"
+                } else {
+                    "already there:"
+                },
+                added.watch.id,
+                added.watch.target
+            );
+            let r = added.sync;
             print_sync(&r);
             Ok(if r.error.is_some() {
                 ExitCode::FAILURE
@@ -731,7 +732,8 @@ fn watch(cli: &Cli, command: &WatchCommand) -> Result<ExitCode, Error> {
                 );
             }
             eprintln!("watching; Ctrl-C stops");
-            carrel::watch::run(&mut lib, &stop, &mut print_sync)?;
+            // Nothing else in this process syncs: the gate is never contended.
+            carrel::watch::run(&mut lib, &stop, &Mutex::new(()), &mut print_sync)?;
             eprintln!("stopped");
             Ok(ExitCode::SUCCESS)
         }

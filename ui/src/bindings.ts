@@ -11,11 +11,20 @@ export const commands = {
 	readDocument: (id: number) => typedError<DocumentText, AppError>(__TAURI_INVOKE("read_document", { id })),
 	removeDocument: (id: number) => typedError<null, AppError>(__TAURI_INVOKE("remove_document", { id })),
 	/**
-	 *  Adds files, folders and URLs. Progress goes to `on_progress`; failures
-	 *  are in the report, by name and reason. Runs on its own connection so the
-	 *  rest of the app stays responsive.
+	 *  Adds files, folders and URLs. With `keep_in_sync`, each folder and URL
+	 *  becomes a watch (or finds its existing one) and is synced now, so the
+	 *  watcher keeps it up to date afterwards; files are added once. Progress
+	 *  goes to `on_progress`; failures are in the report, by name and reason.
+	 *  Runs on its own connection so the rest of the app stays responsive.
 	 */
-	addSources: (inputs: string[], onProgress: Channel<Progress>) => typedError<AddReport, AppError>(__TAURI_INVOKE("add_sources", { inputs, onProgress })),
+	addSources: (inputs: string[], keepInSync: boolean, onProgress: Channel<Progress>) => typedError<AddReport, AppError>(__TAURI_INVOKE("add_sources", { inputs, keepInSync, onProgress })),
+	/**
+	 *  The watched folders and URLs, with when each last synced and why it
+	 *  failed, if it did.
+	 */
+	listWatches: () => typedError<Watch[], AppError>(__TAURI_INVOKE("list_watches")),
+	/**  Stops watching; the documents stay. */
+	removeWatch: (id: number) => typedError<null, AppError>(__TAURI_INVOKE("remove_watch", { id })),
 	matchQuery: (query: string) => typedError<MatchView, AppError>(__TAURI_INVOKE("match_query", { query })),
 	completeMention: (partial: string) => typedError<MentionOption[], AppError>(__TAURI_INVOKE("complete_mention", { partial })),
 	checkMentions: (message: string) => typedError<MentionCheck[], AppError>(__TAURI_INVOKE("check_mentions", { message })),
@@ -452,6 +461,30 @@ export type TopicHit = {
 	cosine: Cosine,
 	scorer: string,
 };
+
+export type Watch = {
+	id: number,
+	/**  The absolute folder path or the URL. */
+	target: string,
+	kind: WatchKind,
+	/**
+	 *  Seconds between re-fetches of a URL, or between full re-scans of a
+	 *  folder (file events trigger a sync sooner).
+	 */
+	interval_s: number,
+	/**  gitignore-syntax patterns; only matching files are taken (empty: all). */
+	include: string[],
+	/**  gitignore-syntax patterns to leave out, on top of hidden files. */
+	exclude: string[],
+	allow_private: boolean,
+	created_at: number,
+	/**  When the last sync finished (successfully or not). */
+	synced_at: number | null,
+	/**  Why the last sync failed, if it did. */
+	last_error: string | null,
+};
+
+export type WatchKind = "folder" | "url";
 
 /* Tauri Specta runtime */
 async function typedError<T, E>(result: Promise<T>): Promise<{ status: "ok"; data: T } | { status: "error"; error: E }> {

@@ -1,7 +1,8 @@
-// App-wide state: which page is open, the document list, the ingest job.
-// Pages read and call these; only this file talks to the library list.
+// App-wide state: which page is open, the document list, the watches, the
+// ingest job. Pages read and call these; only this file talks to the
+// library list.
 import { Channel } from "@tauri-apps/api/core";
-import { commands, type AddReport, type DocumentRow, type Progress } from "../bindings";
+import { commands, type AddReport, type DocumentRow, type Progress, type Watch } from "../bindings";
 import { call, errorText } from "./api";
 
 export type Page =
@@ -10,11 +11,17 @@ export type Page =
   | { name: "chat" }
   | { name: "settings" };
 
+const KEEP_IN_SYNC = "carrel.keepInSync";
+
 class AppState {
   page = $state<Page>({ name: "library" });
   documents = $state<DocumentRow[]>([]);
   loaded = $state(false);
   listError = $state<string | null>(null);
+  watches = $state<Watch[]>([]);
+  watchError = $state<string | null>(null);
+  /** Whether added folders and URLs become watches; remembered. */
+  keepInSync = $state(localStorage.getItem(KEEP_IN_SYNC) !== "false");
   progress = $state<Progress | null>(null);
   report = $state<AddReport | null>(null);
   ingestError = $state<string | null>(null);
@@ -27,15 +34,44 @@ class AppState {
     this.page = page;
   }
 
+  /** Reads the document list and the watches (their errors apart). */
   async reload() {
+    await Promise.all([
+      (async () => {
+        try {
+          this.documents = await call(commands.listDocuments());
+          this.listError = null;
+        } catch (e) {
+          this.listError = errorText(e);
+        } finally {
+          this.loaded = true;
+        }
+      })(),
+      (async () => {
+        try {
+          this.watches = await call(commands.listWatches());
+          this.watchError = null;
+        } catch (e) {
+          this.watchError = errorText(e);
+        }
+      })(),
+    ]);
+  }
+
+  setKeepInSync(on: boolean) {
+    this.keepInSync = on;
+    localStorage.setItem(KEEP_IN_SYNC, String(on));
+  }
+
+  /** Stops keeping a folder or URL in sync; its documents stay. */
+  async unwatch(id: number) {
     try {
-      this.documents = await call(commands.listDocuments());
-      this.listError = null;
+      await call(commands.removeWatch(id));
     } catch (e) {
-      this.listError = errorText(e);
-    } finally {
-      this.loaded = true;
+      this.watchError = errorText(e);
+      return;
     }
+    await this.reload();
   }
 
   /** Adds files, folders or URLs, with live progress; one job at a time. */
@@ -51,7 +87,7 @@ class AppState {
       this.progress = p;
     };
     try {
-      this.report = await call(commands.addSources(clean, channel));
+      this.report = await call(commands.addSources(clean, this.keepInSync, channel));
     } catch (e) {
       this.ingestError = errorText(e);
     } finally {

@@ -50,7 +50,9 @@ export async function open(browser, url, engine, { debug = false } = {}) {
     .join(",\n")}}`;
   await page.addInitScript(`
     window.__CALLS__ = [];
-    const engine = ${source};
+    // Every page load lists the watches; a test that is not about them
+    // need not say there are none.
+    const engine = { list_watches: () => [], ...${source} };
     window.__CARREL_MOCK__ = async (cmd, args) => {
       window.__CALLS__.push([cmd, args]);
       if (cmd.startsWith("plugin:event|")) return 0;

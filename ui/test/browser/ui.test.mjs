@@ -105,6 +105,58 @@ test("ingest shows live progress, then failures by name and reason", async () =>
   await page.close();
 });
 
+test("kept-in-sync sources: the toggle reaches add_sources and is remembered; a failing watch says why; stop syncing", async () => {
+  const { page } = await open(browser, url, {
+    ...library,
+    list_watches: () => {
+      const all = [
+        { id: 1, target: "/home/ana/notes", kind: "folder", interval_s: 3600, include: [], exclude: [],
+          allow_private: false, created_at: 1, synced_at: Math.floor(Date.now() / 1000) - 180, last_error: null },
+        { id: 2, target: "/mnt/usb/papers", kind: "folder", interval_s: 3600, include: [], exclude: [],
+          allow_private: false, created_at: 1, synced_at: 5, last_error: "source missing: the folder is not there (its documents are kept)" },
+      ];
+      return all.filter((w) => !(window.__removed ?? []).includes(w.id));
+    },
+    remove_watch: (args) => {
+      window.__removed = [...(window.__removed ?? []), args.id];
+      return null;
+    },
+    add_sources: () => ({ added: 0, unchanged: 3, failed: [], documents: [] }),
+  });
+  const watches = page.getByTestId("watches");
+  await watches.waitFor();
+  assert.match(await watches.locator("summary").innerText(), /Kept in sync: 2 sources · 1 failing/);
+  // A failing watch opens the panel by itself.
+  assert.match(await page.getByTestId("watch-error").innerText(), /failed: source missing: the folder is not there/);
+  assert.match(await watches.locator("li[data-watch='1']").innerText(), /synced 3 min ago/);
+
+  const toggle = page.getByTestId("keep-in-sync");
+  assert.equal(await toggle.isChecked(), true, "on by default");
+  await page.getByTestId("source-input").fill("/in");
+  await page.getByTestId("source-input").press("Enter");
+  await page.getByTestId("ingest-report").waitFor();
+  await toggle.uncheck();
+  await page.getByTestId("source-input").fill("/once");
+  await page.getByTestId("source-input").press("Enter");
+  await page.waitForFunction(() => window.__CALLS__.filter(([c]) => c === "add_sources").length === 2);
+  const sent = await page.evaluate(() =>
+    window.__CALLS__.filter(([c]) => c === "add_sources").map(([, a]) => [a.inputs[0], a.keepInSync]),
+  );
+  assert.deepEqual(sent, [["/in", true], ["/once", false]]);
+
+  await watches.locator("li[data-watch='2']").getByRole("button", { name: "Stop syncing" }).click();
+  await page.waitForFunction(() => document.querySelectorAll("[data-watch]").length === 1);
+  assert.deepEqual(await page.evaluate(() => window.__removed), [2]);
+  const summary = await watches.locator("summary").innerText();
+  assert.match(summary, /Kept in sync: 1 source/);
+  assert.doesNotMatch(summary, /failing/);
+
+  await page.reload();
+  await page.getByTestId("keep-in-sync").waitFor();
+  assert.equal(await page.getByTestId("keep-in-sync").isChecked(), false, "the choice is remembered");
+  await page.close();
+});
+
 test("ingested text is rendered as text, never as HTML", async () => {
   const { page, errors } = await open(browser, url, {
     first_paint: () => 1,

@@ -95,6 +95,20 @@ test("a broken file shows its reason", async () => {
   assert.match(text, /truncated\.pdf/);
 });
 
+test("an added folder is kept in sync: a file saved into it is listed without adding it again", async () => {
+  const watches = await $t("watches");
+  await watches.waitForDisplayed({ timeout: 10000 });
+  assert.match(await watches.getText(), /Kept in sync: 1 source/);
+  const before = (await browser.$$("tbody tr[data-doc]")).length;
+  cpSync(join(repo, "fixtures/long/renovation-plan.md"), join(inbox, "renovation-plan.md"));
+  // The app's watcher (notify, 300 ms debounce) syncs it and tells the UI.
+  await until("the new file to be listed", async () =>
+    /Renovation Plan for 14 Orchard Lane/.test(await (await $t("doc-table")).getText()), 60000);
+  assert.equal((await browser.$$("tbody tr[data-doc]")).length, before + 1);
+  await (await watches.$("summary")).click();
+  await shot("03b-library-kept-in-sync");
+});
+
 test("type @, pick a document, see the chip", async () => {
   await (await browser.$('[data-nav="chat"]')).click();
   const box = await $t("composer");
