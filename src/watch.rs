@@ -41,7 +41,7 @@ pub const DEFAULT_EXCLUDE: &[&str] = &[
 ];
 
 /// What one sync did.
-#[derive(Debug, Clone, Default, Serialize, specta::Type)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct SyncReport {
     pub watch: i64,
     pub target: String,
@@ -219,7 +219,7 @@ fn sync_folder(
 
 /// What adding a watch did: the watch, whether it is new (false: one on
 /// the same target was there already), and its first sync.
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone)]
 pub struct Watched {
     pub watch: Watch,
     pub created: bool,

@@ -110,8 +110,8 @@ pub fn run(context: tauri::Context<tauri::Wry>, started: Instant) {
 
 /// Keeps watched folders and URLs in sync while the app runs (the same
 /// `watch::run` as `carrel watch run`), on its own connection, and tells the
-/// UI when something changed. Returns the flag that stops it: a change of library in Settings stops
-/// this watcher and starts one on the new library.
+/// UI when something changed. Returns the flag that stops it: a change of
+/// library in Settings stops this watcher and starts one on the new library.
 pub(crate) fn spawn_watcher(
     app: tauri::AppHandle,
     settings: Settings,
