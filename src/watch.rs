@@ -273,12 +273,20 @@ pub fn run(
     let mut first = true;
     while !stop.load(Ordering::SeqCst) {
         if reloaded.elapsed() >= Duration::from_secs(2) {
-            watches = lib.watches()?;
+            match lib.watches() {
+                Ok(w) => watches = w,
+                // A busy or briefly unreadable database: keep the list, retry.
+                Err(e) => tracing::warn!("could not reload the watches: {e}"),
+            }
             for w in &watches {
                 if w.kind == WatchKind::Folder && !watched.contains(&w.target) {
                     match debouncer.watch(Path::new(&w.target), RecursiveMode::Recursive) {
                         Ok(()) => {
                             watched.insert(w.target.clone());
+                            // What changed before notify followed the folder
+                            // raised no event (a watch added and synced by
+                            // another process since the last reload): sync once.
+                            dirty.insert(w.id);
                         }
                         Err(e) => {
                             lib.store()
@@ -301,10 +309,25 @@ pub fn run(
             if stop.load(Ordering::SeqCst) {
                 break;
             }
-            let r = {
+            let result = {
                 let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
-                sync(lib, w, &mut |_| {})?
+                sync(lib, w, &mut |_| {})
             };
+            // A failed sync is that watch's error, shown on it, and the next
+            // event or interval tries again: watching goes on.
+            let r = result.unwrap_or_else(|e| {
+                let error = format!("sync failed: {e}");
+                tracing::warn!(target = %w.target, "{error}");
+                if let Err(e) = lib.store().record_sync(w.id, Some(&error)) {
+                    tracing::warn!("could not record the failed sync: {e}");
+                }
+                SyncReport {
+                    watch: w.id,
+                    target: w.target.clone(),
+                    error: Some(error),
+                    ..SyncReport::default()
+                }
+            });
             report(&r);
         }
         dirty.clear();

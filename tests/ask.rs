@@ -340,3 +340,38 @@ fn an_llm_answer_is_checked_citation_by_citation() {
         matches!(&a.outcome, Outcome::Failed { reason } if reason.contains("could not be reached"))
     );
 }
+
+#[test]
+fn the_chat_is_kept_in_the_library_and_comes_back_after_a_reopen() {
+    use carrel::answer::history::Reply;
+    let dir = tempfile::tempdir().unwrap();
+    let doc;
+    let asked = {
+        let mut lib = open(dir.path());
+        lib.add(&[s(fixtures().join("docs"))], &mut |_| {}).unwrap();
+        doc = id_of(&lib, "docs/sourdough-starter.md");
+        let message = format!("@doc:{doc} how often should I feed it?");
+        let a = lib.ask(&message, &Answerer::Extractive).unwrap();
+        lib.keep_turn(&message, Ok(&a)).unwrap();
+        lib.keep_turn("what about rye", Err("the embedding model failed: test"))
+            .unwrap();
+        serde_json::to_value(&a).unwrap()
+    };
+    let mut lib = open(dir.path());
+    let kept = lib.chat_history().unwrap();
+    assert_eq!(kept.len(), 2);
+    assert_eq!(
+        kept[0].message,
+        format!("@doc:{doc} how often should I feed it?")
+    );
+    match &kept[0].reply {
+        // Exactly what the app was sent, every passage, check and scorer id.
+        Reply::Answer { answer } => assert_eq!(serde_json::to_value(answer).unwrap(), asked),
+        other => panic!("expected the answer back, got {other:?}"),
+    }
+    assert!(
+        matches!(&kept[1].reply, Reply::Error { message } if message.contains("embedding model failed"))
+    );
+    assert_eq!(lib.clear_chat().unwrap(), 2);
+    assert!(lib.chat_history().unwrap().is_empty());
+}

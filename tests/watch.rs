@@ -198,6 +198,41 @@ fn watch_run_picks_up_a_new_file_and_stops_on_sigterm() {
 
 /// Serves `/page` from `body` with an ETag, answering 304 to a matching
 /// If-None-Match. Counts (200s, 304s).
+/// A watch added (and synced) by another process between two reloads of a
+/// running watcher: a file saved before the watcher starts following the
+/// folder must still be picked up, not left until the interval (an hour).
+#[test]
+fn a_file_saved_before_the_watcher_follows_a_new_watch_is_still_picked_up() {
+    let lib_dir = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let dir = lib_dir.path().to_path_buf();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let watcher = std::thread::spawn(move || {
+        let mut lib = open(&dir);
+        watch::run(&mut lib, &flag, &std::sync::Mutex::new(()), &mut |_| {}).unwrap();
+    });
+    // The watcher's first reload finds no watch; the next is 2 s later.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut lib = open(lib_dir.path());
+    let w = new_watch(&s(folder.path()), 3600, vec![], vec![], false).unwrap();
+    let added = watch::add(&mut lib, &w, &mut |_| {}).unwrap();
+    assert_eq!(added.sync.added, 0, "the folder starts empty");
+    let saved = folder.path().join("composting.md");
+    std::fs::copy(labelled("composting.md"), &saved).unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while id_of(&lib, &saved).is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::SeqCst);
+    watcher.join().unwrap();
+    assert!(
+        id_of(&lib, &saved).is_some(),
+        "a file saved before the watcher followed the folder was never synced"
+    );
+}
+
 fn etag_server(
     body: std::sync::Arc<std::sync::Mutex<String>>,
 ) -> (String, std::sync::Arc<std::sync::Mutex<(usize, usize)>>) {

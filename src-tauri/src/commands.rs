@@ -1,6 +1,7 @@
 //! Tauri commands: each one line (or close) over the engine. Every command
 //! is async and runs the engine on a blocking worker, never on the UI thread.
 
+use carrel::answer::history::ChatTurn;
 use carrel::answer::mention::{self, Mention, Resolution};
 use carrel::answer::{self, Answer, Answerer, MentionOption};
 use carrel::ingest::{AddReport, Progress};
@@ -185,7 +186,30 @@ pub async fn check_mentions(
 #[tauri::command]
 #[specta::specta]
 pub async fn ask(state: State<'_, AppState>, message: String) -> Result<Answer> {
-    with_library(&state, move |l| l.ask(&message, &Answerer::from_env())).await
+    with_library(&state, move |l| {
+        let asked = l.ask(&message, &Answerer::from_env());
+        // The turn is kept either way: an error is part of the conversation.
+        match &asked {
+            Ok(answer) => l.keep_turn(&message, Ok(answer))?,
+            Err(e) => l.keep_turn(&message, Err(&e.to_string()))?,
+        };
+        asked
+    })
+    .await
+}
+
+/// The kept chat of this library, oldest first.
+#[tauri::command]
+#[specta::specta]
+pub async fn chat_history(state: State<'_, AppState>) -> Result<Vec<ChatTurn>> {
+    with_library(&state, |l| l.chat_history()).await
+}
+
+/// Forgets this library's chat; returns how many turns went.
+#[tauri::command]
+#[specta::specta]
+pub async fn clear_chat(state: State<'_, AppState>) -> Result<u32> {
+    with_library(&state, |l| l.clear_chat().map(|n| n as u32)).await
 }
 
 #[tauri::command]

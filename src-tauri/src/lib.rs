@@ -42,6 +42,8 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::complete_mention,
             commands::check_mentions,
             commands::ask,
+            commands::chat_history,
+            commands::clear_chat,
             commands::doctor,
             commands::pick_files,
             commands::pick_folder,
@@ -56,12 +58,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
 /// Starts the app. `started` is taken first thing in `main`, for the
 /// cold-start figure.
 pub fn run(context: tauri::Context<tauri::Wry>, started: Instant) {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging();
     let builder = builder();
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
@@ -106,6 +103,40 @@ pub fn run(context: tauri::Context<tauri::Wry>, started: Instant) {
         })
         .run(context)
         .expect("the Tauri application failed to start");
+}
+
+/// The log file in the data folder: what a desktop app's user can find and
+/// send, since nobody reads its stderr. Past `LOG_KEEP_BYTES` the old file
+/// becomes `carrel.log.1` (one generation kept).
+pub fn log_path() -> carrel::Result<std::path::PathBuf> {
+    Ok(carrel::default_data_dir()?.join("carrel.log"))
+}
+
+const LOG_KEEP_BYTES: u64 = 5_000_000;
+
+/// Logs to stderr and to [`log_path`]; `RUST_LOG` filters (default info).
+fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, fmt};
+
+    let file = log_path().ok().and_then(|path| {
+        std::fs::create_dir_all(path.parent()?).ok()?;
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_KEEP_BYTES) {
+            let _ = std::fs::rename(&path, path.with_extension("log.1"));
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .ok()
+    });
+    let file_layer = file.map(|f| fmt::layer().with_ansi(false).with_writer(Mutex::new(f)));
+    tracing_subscriber::registry()
+        .with(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with(fmt::layer().with_writer(std::io::stderr))
+        .with(file_layer)
+        .init();
 }
 
 /// Keeps watched folders and URLs in sync while the app runs (the same

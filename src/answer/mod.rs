@@ -8,12 +8,13 @@
 //! quote must occur in its passage. A statement without a citation is flagged.
 
 pub mod cite;
+pub mod history;
 pub mod mention;
 pub mod provider;
 
 use std::collections::HashSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::Library;
@@ -76,7 +77,7 @@ impl Answerer {
 }
 
 /// How a passage got into the context.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum Found {
     /// The user mentioned its document.
@@ -88,7 +89,7 @@ pub enum Found {
 }
 
 /// One numbered passage of the context: never without its document and place.
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct Passage {
     pub n: usize,
     pub doc: i64,
@@ -108,7 +109,7 @@ pub struct Passage {
 }
 
 /// A mentioned document, resolved.
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct Mentioned {
     pub token: String,
     pub doc: i64,
@@ -116,7 +117,7 @@ pub struct Mentioned {
 }
 
 /// The verdict on one statement of an answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(tag = "status", rename_all = "snake_case")]
 #[serde(rename = "CitationCheck")]
 pub enum Check {
@@ -128,7 +129,7 @@ pub enum Check {
     Invalid { problems: Vec<String> },
 }
 
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct Statement {
     pub text: String,
     /// Passage numbers, as `[n]` in the answer.
@@ -136,7 +137,7 @@ pub struct Statement {
     pub check: Check,
 }
 
-#[derive(Debug, Clone, Default, Serialize, specta::Type)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, specta::Type)]
 pub struct CheckSummary {
     pub statements: usize,
     pub verified: usize,
@@ -150,7 +151,7 @@ impl CheckSummary {
     }
 }
 
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Outcome {
     Answered {
@@ -163,7 +164,7 @@ pub enum Outcome {
     Failed { reason: String },
 }
 
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct Answer {
     pub question: String,
     pub answerer: String,

@@ -3,10 +3,10 @@
 //! the scale it was calibrated on: comparing a logit with a cosine floor does
 //! not compile.
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Cosine similarity of two unit vectors, in [-1, 1].
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, specta::Type)]
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, specta::Type)]
 #[serde(transparent)]
 pub struct Cosine(pub f32);
 
@@ -73,9 +73,45 @@ impl Serialize for ScorerId {
     }
 }
 
+/// Reads back what [`Display`](std::fmt::Display) wrote (a kept chat turn).
+impl<'de> Deserialize<'de> for ScorerId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let (kind, model) = s
+            .split_once(':')
+            .ok_or_else(|| serde::de::Error::custom(format!("not a scorer id: {s}")))?;
+        let kind = match kind {
+            "cosine" => ScorerKind::Cosine,
+            "cross-encoder" => ScorerKind::CrossEncoder,
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "unknown scorer kind {other}"
+                )));
+            }
+        };
+        Ok(ScorerId {
+            kind,
+            model: model.to_string(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scorer_ids_read_back_what_they_write() {
+        for kind in [ScorerKind::Cosine, ScorerKind::CrossEncoder] {
+            let id = ScorerId {
+                kind,
+                model: "carrel-ce-v1@12b3882729bc".into(),
+            };
+            let json = serde_json::to_string(&id).unwrap();
+            assert_eq!(serde_json::from_str::<ScorerId>(&json).unwrap(), id);
+        }
+        assert!(serde_json::from_str::<ScorerId>("\"bm25:x\"").is_err());
+    }
 
     #[test]
     fn floors_admit_on_their_own_scale() {

@@ -3,6 +3,7 @@
 //! `PRAGMA user_version` inside an IMMEDIATE transaction, and refuses a
 //! database newer than this build.
 
+mod chat;
 mod contents;
 mod documents;
 mod schema;
@@ -13,6 +14,7 @@ use std::sync::Once;
 
 use rusqlite::Connection;
 
+pub use chat::StoredTurn;
 pub use contents::{ChunkRow, NewChunk, StaleContent};
 pub use documents::{Density, DocumentRow, DocumentState, NewDocument, SourceStamp, Validators};
 pub use schema::SCHEMA_VERSION;

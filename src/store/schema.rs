@@ -103,6 +103,17 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE documents ADD COLUMN etag TEXT;
     ALTER TABLE documents ADD COLUMN last_modified TEXT;
     "#,
+    // 5: the app's chat, kept with the library it asks about.
+    r#"
+    CREATE TABLE chat_turns (
+        id       INTEGER PRIMARY KEY,
+        asked_at INTEGER NOT NULL,
+        message  TEXT NOT NULL,
+        answer   TEXT,
+        error    TEXT,
+        CHECK ((answer IS NULL) <> (error IS NULL))
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -29,6 +29,10 @@ export const commands = {
 	completeMention: (partial: string) => typedError<MentionOption[], AppError>(__TAURI_INVOKE("complete_mention", { partial })),
 	checkMentions: (message: string) => typedError<MentionCheck[], AppError>(__TAURI_INVOKE("check_mentions", { message })),
 	ask: (message: string) => typedError<Answer, AppError>(__TAURI_INVOKE("ask", { message })),
+	/**  The kept chat of this library, oldest first. */
+	chatHistory: () => typedError<ChatTurn[], AppError>(__TAURI_INVOKE("chat_history")),
+	/**  Forgets this library's chat; returns how many turns went. */
+	clearChat: () => typedError<number, AppError>(__TAURI_INVOKE("clear_chat")),
 	doctor: () => typedError<Doctor, AppError>(__TAURI_INVOKE("doctor")),
 	pickFiles: () => typedError<string[], AppError>(__TAURI_INVOKE("pick_files")),
 	pickFolder: () => typedError<string | null, AppError>(__TAURI_INVOKE("pick_folder")),
@@ -108,6 +112,13 @@ export type Card = {
 	what: string,
 	outline: string[],
 	key_terms: string[],
+};
+
+export type ChatTurn = {
+	id: number,
+	asked_at: number,
+	message: string,
+	reply: Reply,
 };
 
 export type CheckSummary = {
@@ -389,6 +400,12 @@ export type Progress = {
 	current: string,
 	failed: number,
 };
+
+export type Reply = { kind: "answer"; answer: Answer } | 
+/**  Asking failed (the library or a model); the sentence says why. */
+{ kind: "error"; message: string } | 
+/**  Kept by a build whose answer shape this one cannot read. */
+{ kind: "unreadable"; reason: string };
 
 /**  A cross-encoder's raw output (logit), unbounded; larger is more relevant. */
 export type RerankLogit = number | null;

@@ -50,9 +50,9 @@ export async function open(browser, url, engine, { debug = false } = {}) {
     .join(",\n")}}`;
   await page.addInitScript(`
     window.__CALLS__ = [];
-    // Every page load lists the watches; a test that is not about them
-    // need not say there are none.
-    const engine = { list_watches: () => [], ...${source} };
+    // Every load of the Library and Chat pages lists the watches and the kept
+    // chat; a test that is not about them need not say there are none.
+    const engine = { list_watches: () => [], chat_history: () => [], ...${source} };
     window.__CARREL_MOCK__ = async (cmd, args) => {
       window.__CALLS__.push([cmd, args]);
       if (cmd.startsWith("plugin:event|")) return 0;

@@ -157,6 +157,62 @@ test("kept-in-sync sources: the toggle reaches add_sources and is remembered; a 
   await page.close();
 });
 
+test("the kept chat comes back with its answers, errors and what could not be read; clearing asks first", async () => {
+  const { page } = await open(browser, url, {
+    ...library,
+    complete_mention: () => [],
+    check_mentions: () => [],
+    chat_history: () =>
+      window.__cleared
+        ? []
+        : [
+            {
+              id: 4, asked_at: 1, message: "@doc:1 how often to feed it",
+              reply: {
+                kind: "answer",
+                answer: {
+                  question: "how often to feed it", answerer: "extractive",
+                  mentions: [{ token: "@doc:1", doc: 1, title: "Sourdough starter" }],
+                  context: [{
+                    n: 1, doc: 1, title: "Sourdough starter", source: "/docs/sourdough.md", chunk: 3,
+                    heading_path: ["Feeding"], page: null, text: "Feed the starter twice a day.",
+                    found: { by: "mention", token: "@doc:1" }, cosine: 0.7, scorer: "cosine:m@1", whole_document: false,
+                  }],
+                  notes: [],
+                  outcome: {
+                    state: "answered",
+                    statements: [{ text: "Feed the starter twice a day.", citations: [1], check: { status: "verified" } }],
+                    check: { statements: 1, verified: 1, uncited: 0, invalid: 0 },
+                  },
+                },
+              },
+            },
+            { id: 5, asked_at: 2, message: "what about rye", reply: { kind: "error", message: "the embedding model failed: test" } },
+            { id: 6, asked_at: 3, message: "old one", reply: { kind: "unreadable", reason: "this answer was kept by another version of Carrel and cannot be shown" } },
+          ],
+    clear_chat: () => {
+      window.__cleared = true;
+      return 3;
+    },
+  });
+  await page.getByRole("button", { name: "Chat" }).click();
+  const first = page.locator("[data-turn='4']");
+  await first.waitFor();
+  assert.match(await first.locator(".question").innerText(), /@Sourdough starter\s+how often to feed it/);
+  assert.match(await first.getByTestId("answer").innerText(), /Feed the starter twice a day\./);
+  assert.equal(await first.getByTestId("answer").getAttribute("data-outcome"), "answered");
+  assert.match(await page.locator("[data-turn='5']").innerText(), /embedding model failed: test/);
+  assert.match(await page.locator("[data-turn='6']").innerText(), /kept by another version of Carrel/);
+
+  await page.getByTestId("clear-chat").click();
+  assert.equal(await page.locator("[data-turn]").count(), 3, "nothing goes before the second click");
+  await page.getByTestId("clear-chat-confirm").click();
+  await page.getByText("Ask your library").waitFor();
+  assert.equal(await page.locator("[data-turn]").count(), 0);
+  assert.ok(await page.evaluate(() => window.__cleared));
+  await page.close();
+});
+
 test("ingested text is rendered as text, never as HTML", async () => {
   const { page, errors } = await open(browser, url, {
     first_paint: () => 1,

@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { remote } from "webdriverio";
@@ -25,8 +25,21 @@ async function shot(name) {
   await browser.saveScreenshot(join(shots, `${name}.png`));
 }
 
+/** The end of the app's log file (the app logs there, not to this process). */
+function appLog(lines = 40) {
+  try {
+    return readFileSync(join(home, "data", "app.carrel", "carrel.log"), "utf8").split("\n").slice(-lines).join("\n");
+  } catch (e) {
+    return `(no app log: ${e.message})`;
+  }
+}
+
 async function until(what, fn, timeout = 60000) {
-  await browser.waitUntil(fn, { timeout, interval: 200, timeoutMsg: `timed out waiting for ${what}` });
+  try {
+    await browser.waitUntil(fn, { timeout, interval: 200 });
+  } catch {
+    throw new Error(`timed out waiting for ${what}; the app's log ends:\n${appLog()}`);
+  }
 }
 
 before(async () => {
@@ -44,7 +57,12 @@ before(async () => {
     },
   });
   await new Promise((r) => setTimeout(r, 1500));
-  browser = await remote({
+  browser = await launchApp();
+});
+
+/** A WebDriver session: tauri-driver starts the app for it, and ends it with it. */
+function launchApp() {
+  return remote({
     hostname: "127.0.0.1",
     port: 4444,
     logLevel: "warn",
@@ -53,12 +71,14 @@ before(async () => {
       "tauri:options": { application: app },
     },
   });
-});
+}
 
 after(async () => {
   await browser?.deleteSession().catch(() => {});
   driver?.kill();
-  rmSync(home, { recursive: true, force: true });
+  // Kept beside the screenshots: what the app logged during the journeys.
+  writeFileSync(join(shots, "app.log"), appLog(100000));
+  rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
 });
 
 const $t = (id) => browser.$(`[data-testid="${id}"]`);
@@ -200,4 +220,16 @@ test("settings show the models, the database check and the cold start", async ()
   assert.equal(await browser.execute(() => document.documentElement.dataset.theme), "dark");
   await (await browser.$('[data-nav="library"]')).click();
   await shot("10-library-dark");
+});
+
+test("after a restart the chat is still there, answered and cited", async () => {
+  await browser.deleteSession();
+  browser = await launchApp();
+  await (await browser.$('[data-nav="chat"]')).click();
+  const answer = await $t("answer");
+  await answer.waitForDisplayed({ timeout: 20000 });
+  assert.equal(await answer.getAttribute("data-outcome"), "answered");
+  assert.match(await (await browser.$(".turn .question")).getText(), /starter alive and fed/);
+  assert.ok((await browser.$$('[data-testid="citation"]')).length > 0, "the kept answer keeps its citations");
+  await shot("11-chat-after-restart");
 });
