@@ -190,9 +190,17 @@ pub async fn ask(state: State<'_, AppState>, message: String) -> Result<Answer> 
         let asked = l.ask(&message, &Answerer::from_env());
         // The turn is kept either way: an error is part of the conversation.
         match &asked {
-            Ok(answer) => l.keep_turn(&message, Ok(answer))?,
-            Err(e) => l.keep_turn(&message, Err(&e.to_string()))?,
-        };
+            // An answer that cannot be kept would be lost on restart: say so.
+            Ok(answer) => {
+                l.keep_turn(&message, Ok(answer))?;
+            }
+            // The user must see why asking failed, not why keeping it did.
+            Err(e) => {
+                if let Err(keep) = l.keep_turn(&message, Err(&e.to_string())) {
+                    tracing::warn!("could not keep the failed turn: {keep}");
+                }
+            }
+        }
         asked
     })
     .await
