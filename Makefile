@@ -25,7 +25,7 @@ run: models app
 ## on our labelled set and the classic Cranfield and CISI sets.
 ## The UI in chromium with mocked IPC; then the real window end to end.
 test: models desktop-deps ui lint
-	$(CARGO) test --all-targets
+	$(CARGO) test --all-targets --no-fail-fast
 	./tools/mcp-client-test.sh
 	$(MAKE) ui-test e2e
 	$(MAKE) eval

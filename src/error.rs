@@ -15,6 +15,14 @@ pub enum Error {
     #[error("no document with id {0}; run `carrel list` to see the ids in this library")]
     UnknownDocument(i64),
 
+    #[error(
+        "no library at {0}: the folder holds no library.sqlite3; check --library or CARREL_LIBRARY for a typo, or run `carrel add` to start a library there"
+    )]
+    NoLibrary(PathBuf),
+
+    #[error("document {id} is broken and has no text: {reason}")]
+    BrokenDocument { id: i64, reason: String },
+
     #[error("no watch with id {0}; run `carrel watch list` to see the ids")]
     UnknownWatch(i64),
 
@@ -93,6 +101,9 @@ pub enum Error {
         token: String,
         resolution: crate::answer::Resolution,
     },
+
+    #[error(transparent)]
+    Worker(#[from] crate::extract::worker::WorkerUnavailable),
 
     #[error("MCP server: {0}")]
     Mcp(String),

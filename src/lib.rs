@@ -12,6 +12,7 @@ pub mod chunk;
 pub mod error;
 pub mod eval;
 pub mod extract;
+mod fault;
 pub mod ingest;
 pub mod lanes;
 pub mod mcp;
@@ -85,6 +86,8 @@ pub struct LibraryConfig {
     pub limits: Limits,
     /// The cross-encoder's time budget per query.
     pub rerank_budget: std::time::Duration,
+    /// How much of the retrieval log is kept.
+    pub log_retention: lanes::log::Retention,
 }
 
 impl LibraryConfig {
@@ -94,6 +97,7 @@ impl LibraryConfig {
             models,
             limits: Limits::default(),
             rerank_budget: lanes::RERANK_BUDGET,
+            log_retention: lanes::log::Retention::default(),
         }
     }
 }
@@ -113,24 +117,28 @@ pub struct Library {
 enum RerankerSlot {
     Unloaded,
     Loaded(Box<dyn Reranker>),
+    /// Not installed: looked for again each time it is needed (a file check),
+    /// so `make models` while the app runs brings the subject lane back.
     Missing(String),
+    /// Installed but failed to load: not retried, since a load costs seconds.
+    Failed(String),
 }
 
 impl RerankerSlot {
     fn get(&mut self, models: &ModelConfig) -> std::result::Result<&mut dyn Reranker, String> {
-        if let RerankerSlot::Unloaded = self {
+        if let RerankerSlot::Unloaded | RerankerSlot::Missing(_) = self {
             *self = match OnnxReranker::load(models) {
                 Ok(r) => RerankerSlot::Loaded(Box::new(r)),
                 Err(Error::ModelMissing { path, .. }) => RerankerSlot::Missing(format!(
                     "no cross-encoder is installed (looked for {}); the subject lane needs one to rank cards, see `make reranker`",
                     path.display()
                 )),
-                Err(e) => RerankerSlot::Missing(format!("the cross-encoder failed to load: {e}")),
+                Err(e) => RerankerSlot::Failed(format!("the cross-encoder failed to load: {e}")),
             };
         }
         match self {
             RerankerSlot::Loaded(r) => Ok(r.as_mut()),
-            RerankerSlot::Missing(reason) => Err(reason.clone()),
+            RerankerSlot::Missing(reason) | RerankerSlot::Failed(reason) => Err(reason.clone()),
             RerankerSlot::Unloaded => Err("the cross-encoder was not loaded".into()),
         }
     }
@@ -203,6 +211,16 @@ impl Library {
         })
     }
 
+    /// Opens a library that exists; a folder without one is
+    /// [`Error::NoLibrary`]. Commands that only read use this, so that a
+    /// mistyped path is an error and not an empty library.
+    pub fn open_existing(config: LibraryConfig) -> Result<Library> {
+        if !config.dir.join(DATABASE_FILE).is_file() {
+            return Err(Error::NoLibrary(config.dir));
+        }
+        Library::open(config)
+    }
+
     /// Uses this cross-encoder for the subject lane instead of the one in the
     /// models folder.
     pub fn set_reranker(&mut self, reranker: Box<dyn Reranker>) {
@@ -264,8 +282,10 @@ impl Library {
                 ),
                 ("topic", &topic.candidates, &cosine_scorer, None),
             ],
+            self.config.log_retention,
         )?;
-        let (subject_outcome, topic_outcome) = lanes::assemble(&subject, &topic);
+        let (subject_outcome, topic_outcome) =
+            lanes::assemble(&subject, &topic, self.store.coverage(&fp.chunk, &fp.card)?);
         Ok(MatchResponse {
             query: query.to_string(),
             subject: subject_outcome,
@@ -450,10 +470,18 @@ impl Library {
         })
     }
 
+    /// A document's passages. A broken document has none to give: that is
+    /// an error naming its reason, never an empty list.
     pub fn chunks(&self, id: i64) -> Result<Vec<store::ChunkRow>> {
         match self.store.document_content(id)? {
             Some(c) => self.store.chunks(c),
-            None => Ok(Vec::new()),
+            None => Err(Error::BrokenDocument {
+                id,
+                reason: self
+                    .document(id)?
+                    .broken_reason
+                    .unwrap_or_else(|| "it has no indexed text".into()),
+            }),
         }
     }
 
@@ -578,6 +606,13 @@ pub fn probe(
     mode: Mode,
     limits: &Limits,
 ) -> Result<std::result::Result<Probe, extract::BrokenReason>> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::MissingSource(path.to_path_buf()),
+        _ => Error::io(path, e),
+    })?;
+    if let Some(what) = ingest::not_a_file(&meta) {
+        return Ok(Err(extract::BrokenReason::NotAFile(what.into())));
+    }
     let data = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::MissingSource(path.to_path_buf()),
         _ => Error::io(path, e),
@@ -586,7 +621,7 @@ pub fn probe(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let doc = match extract::extract(&name, &data, Kind::detect(path, &data)) {
+    let doc = match extract::isolated(&name, &data, Kind::detect(path, &data), &limits.isolation)? {
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),
     };

@@ -165,6 +165,7 @@ pub fn sync(
             report.error = report.failed.first().map(|f| f.reason.clone());
         }
     }
+    fail::fail_point!("watch::before_record_sync", |_| crate::fault::die());
     lib.store().record_sync(w.id, report.error.as_deref())?;
     Ok(report)
 }
@@ -271,6 +272,17 @@ pub fn run(
     let mut watches: Vec<Watch> = Vec::new();
     let mut reloaded = Instant::now() - Duration::from_secs(60);
     let mut first = true;
+    // Documents embedded by another model are invisible to the lanes (which
+    // say "re-embedding N of M" meanwhile) until re-embedded: do that first.
+    let refreshed = {
+        let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+        lib.refresh(&mut |_| {})
+    };
+    match refreshed {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("re-embedded {n} documents made with another model"),
+        Err(e) => tracing::warn!("could not re-embed documents made with another model: {e}"),
+    }
     while !stop.load(Ordering::SeqCst) {
         if reloaded.elapsed() >= Duration::from_secs(2) {
             match lib.watches() {

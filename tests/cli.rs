@@ -155,6 +155,11 @@ fn list_read_stats_and_rm_speak_the_contract() {
 #[test]
 fn unknown_ids_fail_with_a_sentence() {
     let lib = tempfile::tempdir().unwrap();
+    carrel(lib.path())
+        .arg("add")
+        .arg(fixtures().join("docs/getting-started.txt"))
+        .assert()
+        .success();
     for args in [
         vec!["read", "999"],
         vec!["read", "999", "--card"],
@@ -420,4 +425,30 @@ fn ask_answers_with_checked_citations_and_refuses_unknown_mentions() {
         err.contains("did you mean") && err.contains("Sourdough Starter"),
         "{err}"
     );
+}
+
+/// Regression: `carrel list` on a mistyped CARREL_LIBRARY created an empty
+/// library there and said "The library is empty".
+#[test]
+fn read_commands_on_a_folder_without_a_library_fail_and_create_nothing() {
+    let parent = tempfile::tempdir().unwrap();
+    let typo = parent.path().join("libary");
+    for args in [
+        vec!["list"],
+        vec!["read", "1"],
+        vec!["match", "sourdough"],
+        vec!["ask", "what is a starter?"],
+        vec!["watch", "list"],
+    ] {
+        let out = carrel(&typo)
+            .args(&args)
+            .assert()
+            .code(1)
+            .get_output()
+            .stderr
+            .clone();
+        let err = String::from_utf8(out).unwrap();
+        assert!(err.contains("no library at"), "{args:?}: {err}");
+    }
+    assert!(!typo.exists(), "nothing was created at the mistyped path");
 }

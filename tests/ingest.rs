@@ -344,3 +344,21 @@ fn a_file_that_vanishes_between_listing_and_reading_is_listed_broken() {
         .unwrap();
     assert_eq!(row.broken_code.as_deref(), Some("vanished"));
 }
+
+/// Regression: `Library::chunks` of a broken document was `Ok(vec![])`, so
+/// MCP `cite` answered "not_found" instead of saying why there is no text.
+#[test]
+fn a_broken_documents_chunks_are_an_error_naming_its_reason() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let lib_dir = tempfile::tempdir().unwrap();
+    let mut lib = open(lib_dir.path());
+    let bad = fixtures().join("bad/encrypted.pdf");
+    lib.add_sources(&[Source::File(bad)], Vec::new(), &mut no_progress())
+        .unwrap();
+    let id = lib.list().unwrap()[0].id;
+    let err = lib.chunks(id).unwrap_err().to_string();
+    assert!(
+        err.contains("is broken") && err.contains("encrypted PDF"),
+        "{err}"
+    );
+}

@@ -310,3 +310,66 @@ fn repeated_queries_hit_the_cache_until_the_library_changes() {
         "a library change drops the cache"
     );
 }
+
+/// Regression: a cross-encoder missing at start left the subject lane
+/// "unavailable" for as long as the process ran, even after `make models`.
+#[test]
+fn a_cross_encoder_installed_later_is_found_when_next_needed() {
+    let _serial = serial();
+    let later = tempfile::tempdir().unwrap();
+    let dir = later.path().join("carrel-ce-v1");
+    let mut models = models();
+    models.reranker = Some(dir.clone());
+    let (_d, mut lib) = labelled_library(models, Duration::from_secs(30));
+    let before = lib.match_query(QUERY, 10).unwrap();
+    assert_eq!(before.subject.state(), "unavailable");
+
+    std::fs::create_dir_all(&dir).unwrap();
+    let shipped = models_dir().join(carrel::models::RERANKER_NAME);
+    for e in std::fs::read_dir(&shipped).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let after = lib.match_query(QUERY, 10).unwrap();
+    assert_ne!(
+        after.subject.state(),
+        "unavailable",
+        "{:?}",
+        after.subject.reason()
+    );
+}
+
+/// Scores every card below any floor.
+struct Refuses;
+
+impl Reranker for Refuses {
+    fn model_id(&self) -> &str {
+        "refuses@test"
+    }
+    fn rerank(&mut self, _query: &str, documents: &[&str]) -> carrel::Result<Vec<f32>> {
+        Ok(documents.iter().map(|_| -20.0).collect())
+    }
+}
+
+/// Regression: hits below the rerank floor were appended after those below
+/// the cosine floor, so the weak list was out of the cosine order it shows.
+#[test]
+fn weak_hits_keep_the_cosine_order_the_lane_saw() {
+    let _serial = serial();
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    lib.set_reranker(Box::new(Refuses));
+    // The topic lane finds nothing for this one (no heading names it), so
+    // the subject lane's weak hits are shown.
+    let r = lib
+        .match_query("wild yeast culture kept in flour and water", 10)
+        .unwrap();
+    assert_eq!(r.subject.state(), "weak", "{:?}", r.subject.reason());
+    let cosines: Vec<f32> = r.subject.hits().iter().map(|h| h.cosine.0).collect();
+    assert!(cosines.len() >= 2, "{cosines:?}");
+    assert!(
+        cosines.windows(2).all(|w| w[0] >= w[1]),
+        "not in cosine order: {cosines:?}"
+    );
+}

@@ -75,6 +75,45 @@ def image_only_pdf():
     return bytes(out)
 
 
+def bomb_pdf(inflated_bytes):
+    """One page whose Flate content stream inflates to `inflated_bytes` of
+    spaces: a decompression bomb (about 1,000:1)."""
+    import zlib
+    z = zlib.compressobj(9)
+    chunk = b" " * (1 << 20)
+    stream = b"".join(z.compress(chunk) for _ in range(inflated_bytes >> 20)) + z.flush()
+    objs = [
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Page /Parent 4 0 R /MediaBox [0 0 612 792] /Contents 2 0 R /Resources << /Font << /F1 1 0 R >> >> >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Catalog /Pages 4 0 R >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n"); offs = []
+    for i, b in enumerate(objs, 1):
+        offs.append(len(out)); out += b"%d 0 obj\n" % i + b + b"\nendobj\n"
+    x = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    for o in offs: out += b"%010d 00000 n \n" % o
+    out += b"trailer\n<< /Size %d /Root 5 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, x)
+    return bytes(out)
+
+
+def hostile():
+    """Files built to break parsers (fixtures/hostile/): each must end up
+    listed, indexed or broken with a reason, and no process may die."""
+    depth = 20_000
+    write("hostile/deep-nesting.html",
+          "<!doctype html><html><head><title>Deep nesting</title></head><body>"
+          + "<div>" * depth + "<p>Words at the bottom of twenty thousand divs.</p>"
+          + "</div>" * depth + "</body></html>\n")
+    write("hostile/deep-nesting.md",
+          "# Deep nesting\n\n" + "> " * depth + "Words at the bottom of twenty thousand quotes.\n\n"
+          + "".join("  " * i + "- item %d\n" % i for i in range(400)))
+    write("hostile/decompression-bomb.pdf", bomb_pdf(256 << 20))
+    write("hostile/ordinary.md", "# An ordinary note\n\nThe batch goes on past the hostile files: this note is indexed.\n")
+
+
 def write(rel, data):
     path = os.path.join(ROOT, rel)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -109,6 +148,7 @@ def main():
     buf = io.BytesIO(); w.write(buf)
     write("bad/encrypted.pdf", buf.getvalue())
     write("docs/notes-latin1.txt", "Notes on caf\u00e9 culture\n\nThe caf\u00e9s of Lyon serve cr\u00e8me br\u00fbl\u00e9e and strong coffee; this note records a tasting tour through six of them.\n".encode("latin-1"))
+    hostile()
     print("fixtures written to", os.path.normpath(ROOT))
 
 if __name__ == "__main__":

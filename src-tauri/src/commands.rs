@@ -186,8 +186,18 @@ pub async fn check_mentions(
 #[tauri::command]
 #[specta::specta]
 pub async fn ask(state: State<'_, AppState>, message: String) -> Result<Answer> {
-    with_library(&state, move |l| {
-        let asked = l.ask(&message, &Answerer::from_env());
+    let lib = state.library();
+    blocking(move || {
+        // The library is held to build the context and to check the answer,
+        // never while an LLM writes it (up to two minutes): the list, the
+        // documents and the match panel stay live meanwhile.
+        let answerer = Answerer::from_env();
+        let prepared = answer::prepare(&mut lock(&lib), &message);
+        let asked = prepared.and_then(|p| {
+            let drafted = answer::draft(&p, &answerer);
+            answer::finish(&lock(&lib), p, &answerer, drafted)
+        });
+        let mut l = lock(&lib);
         // The turn is kept either way: an error is part of the conversation.
         match &asked {
             // An answer that cannot be kept would be lost on restart: say so.
@@ -201,7 +211,7 @@ pub async fn ask(state: State<'_, AppState>, message: String) -> Result<Answer> 
                 }
             }
         }
-        asked
+        asked.map_err(AppError::from)
     })
     .await
 }

@@ -3,6 +3,8 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
+    // A file's extraction runs in this binary re-executed as a worker.
+    carrel::extract::worker::serve_if_asked();
     let started = std::time::Instant::now();
     carrel_app::run(tauri::generate_context!("../tauri.conf.json"), started);
 }

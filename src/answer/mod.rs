@@ -116,13 +116,33 @@ pub struct Mentioned {
     pub title: String,
 }
 
-/// The verdict on one statement of an answer.
+/// Share of an LLM statement's content words (stemmed, stop words left out)
+/// that must occur in the passages it cites for it to be `supported`, in
+/// percent. A hand-set line, not a calibration: on the replayed replies in
+/// `fixtures/llm/` (7 statements) the statements that say what their passage
+/// says share 60–100% of their words with it, those citing the wrong passage
+/// 0–20%.
+pub const SUPPORT_MIN_PCT: u32 = 50;
+
+/// The verdict on one statement of an answer: each says exactly what was
+/// checked, no more.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(tag = "status", rename_all = "snake_case")]
 #[serde(rename = "CitationCheck")]
 pub enum Check {
-    /// Every citation is in the context and belongs to its document.
+    /// Extractive: the quote occurs verbatim in the passage it cites, which
+    /// belongs to its document.
     Verified,
+    /// LLM: every citation is a passage of the context that belongs to its
+    /// document, and at least [`SUPPORT_MIN_PCT`] of the statement's content
+    /// words occur in those passages.
+    Supported { overlap_pct: u32 },
+    /// LLM: every citation is a passage of the context that belongs to its
+    /// document; the statement has no content words to check against it.
+    Cited,
+    /// LLM: the citations are real passages, but fewer than
+    /// [`SUPPORT_MIN_PCT`] of the statement's content words occur in them.
+    Unsupported { overlap_pct: u32 },
     /// The statement cites nothing.
     Uncited,
     /// At least one citation failed; each problem is a sentence.
@@ -141,13 +161,40 @@ pub struct Statement {
 pub struct CheckSummary {
     pub statements: usize,
     pub verified: usize,
+    pub supported: usize,
+    pub cited: usize,
+    pub unsupported: usize,
     pub uncited: usize,
     pub invalid: usize,
 }
 
 impl CheckSummary {
+    pub fn of(statements: &[Statement]) -> CheckSummary {
+        let mut c = CheckSummary {
+            statements: statements.len(),
+            ..CheckSummary::default()
+        };
+        for s in statements {
+            *match s.check {
+                Check::Verified => &mut c.verified,
+                Check::Supported { .. } => &mut c.supported,
+                Check::Cited => &mut c.cited,
+                Check::Unsupported { .. } => &mut c.unsupported,
+                Check::Uncited => &mut c.uncited,
+                Check::Invalid { .. } => &mut c.invalid,
+            } += 1;
+        }
+        c
+    }
+
     pub fn all_verified(&self) -> bool {
         self.statements > 0 && self.verified == self.statements
+    }
+
+    /// Every statement's content was confirmed in its passage: verbatim, or
+    /// by its words. Only then may a surface say "all checked".
+    pub fn all_checked(&self) -> bool {
+        self.statements > 0 && self.verified + self.supported == self.statements
     }
 }
 
@@ -228,8 +275,86 @@ pub fn complete_mention(lib: &Library, partial: &str, limit: usize) -> Result<Ve
 }
 
 /// Answers `message`, grounded in its mentioned documents, or in what the
-/// lanes find when it mentions none.
+/// lanes find when it mentions none: [`prepare`], [`draft`], [`finish`] in
+/// one go. A caller that shares the library (the app) runs the three itself
+/// and holds the library for the first and last only, never during an LLM's
+/// answer.
 pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answer> {
+    let prepared = prepare(lib, message)?;
+    let drafted = draft(&prepared, answerer);
+    finish(lib, prepared, answerer, drafted)
+}
+
+/// A question with its context, before anyone answers it.
+pub struct Prepared {
+    question: String,
+    mentions: Vec<Mentioned>,
+    context: Vec<Passage>,
+    notes: Vec<String>,
+    /// Why there is nothing to answer from, if so.
+    no_context: Option<String>,
+}
+
+/// What the answerer wrote, before it is checked: statements, or why not.
+pub type Drafted = Option<std::result::Result<Vec<Draft>, String>>;
+
+/// The answerer's turn; needs no library, so nothing waits on it.
+pub fn draft(prepared: &Prepared, answerer: &Answerer) -> Drafted {
+    if prepared.no_context.is_some() {
+        return None;
+    }
+    let (question, context) = (&prepared.question, &prepared.context);
+    Some(match answerer {
+        Answerer::Extractive => Ok(extractive(question, context)),
+        Answerer::Llm(cfg) => provider::complete(cfg, SYSTEM_PROMPT, &prompt(question, context))
+            .map(|text| statements_of(&text)),
+    })
+}
+
+/// Checks every statement against the library and settles the outcome.
+pub fn finish(
+    lib: &Library,
+    prepared: Prepared,
+    answerer: &Answerer,
+    drafted: Drafted,
+) -> Result<Answer> {
+    let Prepared {
+        question,
+        mentions,
+        context,
+        notes,
+        no_context,
+    } = prepared;
+    let outcome = match (no_context, drafted) {
+        (Some(reason), _) => Outcome::NoContext { reason },
+        (None, None) => Outcome::Failed {
+            reason: "nobody was asked to answer".into(),
+        },
+        (None, Some(Err(reason))) => Outcome::Failed { reason },
+        (None, Some(Ok(drafts))) if drafts.is_empty() => Outcome::Failed {
+            reason: "the answerer returned no statements".into(),
+        },
+        (None, Some(Ok(drafts))) => {
+            let quotes = matches!(answerer, Answerer::Extractive);
+            let statements = check(lib.store(), drafts, &context, quotes)?;
+            Outcome::Answered {
+                check: CheckSummary::of(&statements),
+                statements,
+            }
+        }
+    };
+    Ok(Answer {
+        question,
+        answerer: answerer.name(),
+        mentions,
+        context,
+        notes,
+        outcome,
+    })
+}
+
+/// Resolves the mentions and builds the numbered context.
+pub fn prepare(lib: &mut Library, message: &str) -> Result<Prepared> {
     let mut mentions: Vec<Mentioned> = Vec::new();
     for (m, r) in resolve_mentions(lib, message)? {
         match r {
@@ -330,37 +455,30 @@ pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answ
         }
     } else if let Some(v) = &qvec {
         let r = lib.match_query(&question, LANE_HITS)?;
-        let mut used = 0;
-        let mut push = |p: Passage, context: &mut Vec<Passage>| {
-            let n = p.text.chars().count();
-            if used + n <= CONTEXT_BUDGET_CHARS && !context.iter().any(|x| x.chunk == p.chunk) {
-                used += n;
-                context.push(p);
-            }
-        };
+        let mut topic = Vec::new();
         if r.topic.has_ready_hits() {
             for h in r.topic.hits() {
                 let doc = lib.document(h.doc)?;
-                push(
-                    Passage {
-                        n: 0,
-                        doc: h.doc,
-                        title: h.title.clone(),
-                        source: doc.source,
-                        chunk: h.chunk,
-                        heading_path: h.heading_path.clone(),
-                        page: h.page,
-                        text: h.passage.clone(),
-                        found: Found::TopicLane,
-                        cosine: Some(h.cosine),
-                        scorer: h.scorer.clone(),
-                        whole_document: false,
-                    },
-                    &mut context,
-                );
+                topic.push(Passage {
+                    n: 0,
+                    doc: h.doc,
+                    title: h.title.clone(),
+                    source: doc.source,
+                    chunk: h.chunk,
+                    heading_path: h.heading_path.clone(),
+                    page: h.page,
+                    text: h.passage.clone(),
+                    found: Found::TopicLane,
+                    cosine: Some(h.cosine),
+                    scorer: h.scorer.clone(),
+                    whole_document: false,
+                });
             }
         }
+        let mut subject = Vec::new();
         if r.subject.has_ready_hits() {
+            // In the cross-encoder's order; each document's best passage is
+            // picked by chunk cosine within that one document.
             for h in r.subject.hits() {
                 let Some(content) = lib.store().document_content(h.doc)? else {
                     continue;
@@ -375,25 +493,23 @@ pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answ
                     continue;
                 };
                 let doc = lib.document(h.doc)?;
-                push(
-                    Passage {
-                        n: 0,
-                        doc: h.doc,
-                        title: h.title.clone(),
-                        source: doc.source,
-                        chunk: c.id,
-                        heading_path: c.heading_path,
-                        page: c.page,
-                        text: c.text,
-                        found: Found::SubjectLane,
-                        cosine: Some(cos),
-                        scorer: scorer.clone(),
-                        whole_document: false,
-                    },
-                    &mut context,
-                );
+                subject.push(Passage {
+                    n: 0,
+                    doc: h.doc,
+                    title: h.title.clone(),
+                    source: doc.source,
+                    chunk: c.id,
+                    heading_path: c.heading_path,
+                    page: c.page,
+                    text: c.text,
+                    found: Found::SubjectLane,
+                    cosine: Some(cos),
+                    scorer: scorer.clone(),
+                    whole_document: false,
+                });
             }
         }
+        context = alternate(subject, topic, CONTEXT_BUDGET_CHARS);
         if context.is_empty() {
             let state = |s: &str, reason: Option<&str>| match (s, reason) {
                 (_, Some(r)) => format!("{s}: {r}"),
@@ -414,52 +530,37 @@ pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answ
     for (i, p) in context.iter_mut().enumerate() {
         p.n = i + 1;
     }
-
-    let outcome = match no_context {
-        Some(reason) => Outcome::NoContext { reason },
-        None => {
-            let drafted = match answerer {
-                Answerer::Extractive => Ok(extractive(&question, &context)),
-                Answerer::Llm(cfg) => {
-                    provider::complete(cfg, SYSTEM_PROMPT, &prompt(&question, &context))
-                        .map(|text| statements_of(&text))
-                }
-            };
-            match drafted {
-                Err(reason) => Outcome::Failed { reason },
-                Ok(drafts) if drafts.is_empty() => Outcome::Failed {
-                    reason: "the answerer returned no statements".into(),
-                },
-                Ok(drafts) => {
-                    let quotes = matches!(answerer, Answerer::Extractive);
-                    let statements = check(lib.store(), drafts, &context, quotes)?;
-                    let mut summary = CheckSummary {
-                        statements: statements.len(),
-                        ..Default::default()
-                    };
-                    for s in &statements {
-                        match s.check {
-                            Check::Verified => summary.verified += 1,
-                            Check::Uncited => summary.uncited += 1,
-                            Check::Invalid { .. } => summary.invalid += 1,
-                        }
-                    }
-                    Outcome::Answered {
-                        statements,
-                        check: summary,
-                    }
-                }
-            }
-        }
-    };
-    Ok(Answer {
+    Ok(Prepared {
         question,
-        answerer: answerer.name(),
         mentions,
         context,
         notes,
-        outcome,
+        no_context,
     })
+}
+
+/// The lanes' passages for the context: the subject lane's first, the topic
+/// lane's first, the subject lane's second, and so on, each in its own lane's
+/// rank. The two lanes' numbers are never compared (a subject hit's order is
+/// the cross-encoder's, not its passage's cosine). A passage already taken by
+/// the other lane, or past the character budget, is left out.
+fn alternate(subject: Vec<Passage>, topic: Vec<Passage>, budget: usize) -> Vec<Passage> {
+    let mut out: Vec<Passage> = Vec::new();
+    let mut used = 0;
+    let (mut s, mut t) = (subject.into_iter(), topic.into_iter());
+    loop {
+        let (a, b) = (s.next(), t.next());
+        if a.is_none() && b.is_none() {
+            return out;
+        }
+        for p in [a, b].into_iter().flatten() {
+            let n = p.text.chars().count();
+            if used + n <= budget && !out.iter().any(|x| x.chunk == p.chunk) {
+                used += n;
+                out.push(p);
+            }
+        }
+    }
 }
 
 /// A statement before it is checked.
@@ -471,12 +572,21 @@ pub struct Draft {
 
 /// The extractive answer: from each of the best passages, the sentences that
 /// share the most words with the question, quoted verbatim and cited.
+///
+/// Mentioned documents' passages share one scorer (chunk cosine against the
+/// question) and are ranked by it. Lane passages keep the context's order,
+/// the lanes alternated by their own ranks (see [`alternate`]).
 fn extractive(question: &str, context: &[Passage]) -> Vec<Draft> {
     let mut ranked: Vec<&Passage> = context.iter().collect();
-    ranked.sort_by(|a, b| {
-        let key = |p: &Passage| p.cosine.map(|c| c.0).unwrap_or(f32::MIN);
-        key(b).total_cmp(&key(a)).then(a.n.cmp(&b.n))
-    });
+    if ranked
+        .iter()
+        .all(|p| matches!(p.found, Found::Mention { .. }))
+    {
+        ranked.sort_by(|a, b| {
+            let key = |p: &Passage| p.cosine.map(|c| c.0).unwrap_or(f32::MIN);
+            key(b).total_cmp(&key(a)).then(a.n.cmp(&b.n))
+        });
+    }
     let terms = crate::lanes::terms::stems(question);
     ranked
         .into_iter()
@@ -631,10 +741,21 @@ pub fn check(
         }
         let check = if d.citations.is_empty() {
             Check::Uncited
-        } else if problems.is_empty() {
+        } else if !problems.is_empty() {
+            Check::Invalid { problems }
+        } else if quotes {
             Check::Verified
         } else {
-            Check::Invalid { problems }
+            let cited: Vec<&str> = context
+                .iter()
+                .filter(|p| d.citations.contains(&p.n))
+                .map(|p| p.text.as_str())
+                .collect();
+            match word_overlap_pct(&d.text, &cited.join("\n")) {
+                None => Check::Cited,
+                Some(pct) if pct >= SUPPORT_MIN_PCT => Check::Supported { overlap_pct: pct },
+                Some(pct) => Check::Unsupported { overlap_pct: pct },
+            }
         };
         out.push(Statement {
             text: d.text,
@@ -645,9 +766,101 @@ pub fn check(
     Ok(out)
 }
 
+/// The share of `statement`'s content words (stemmed, stop words and
+/// citation numbers left out) that occur in `passage`, in percent; `None`
+/// when the statement has no content words.
+fn word_overlap_pct(statement: &str, passage: &str) -> Option<u32> {
+    let words: HashSet<String> = crate::lanes::terms::stems(statement)
+        .into_iter()
+        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    if words.is_empty() {
+        return None;
+    }
+    let there = crate::lanes::terms::stems(passage);
+    let found = words.iter().filter(|w| there.contains(*w)).count();
+    Some((found * 100 / words.len()) as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lane_passage(chunk: i64, found: Found, cosine: f32, text: &str) -> Passage {
+        Passage {
+            n: 0,
+            doc: chunk,
+            title: format!("doc {chunk}"),
+            source: format!("/d/{chunk}.md"),
+            chunk,
+            heading_path: vec![],
+            page: None,
+            text: text.into(),
+            found,
+            cosine: Some(Cosine(cosine)),
+            scorer: ScorerId {
+                kind: ScorerKind::Cosine,
+                model: "m".into(),
+            },
+            whole_document: false,
+        }
+    }
+
+    /// Regression: `extractive` sorted both lanes' passages by chunk cosine,
+    /// so the cross-encoder's first subject hit, whose best passage had a low
+    /// cosine, was never quoted.
+    #[test]
+    fn lanes_alternate_by_their_own_rank_and_a_low_cosine_subject_hit_is_quoted() {
+        let subject = vec![
+            lane_passage(
+                1,
+                Found::SubjectLane,
+                0.21,
+                "Subject one is about starters.",
+            ),
+            lane_passage(
+                2,
+                Found::SubjectLane,
+                0.90,
+                "Subject two is about starters.",
+            ),
+        ];
+        let topic = vec![
+            lane_passage(3, Found::TopicLane, 0.80, "Topic one discusses starters."),
+            lane_passage(4, Found::TopicLane, 0.70, "Topic two discusses starters."),
+            // The same passage the subject lane already gave: taken once.
+            lane_passage(2, Found::TopicLane, 0.90, "Subject two is about starters."),
+        ];
+        let mut context = alternate(subject, topic, CONTEXT_BUDGET_CHARS);
+        for (i, p) in context.iter_mut().enumerate() {
+            p.n = i + 1;
+        }
+        let order: Vec<(i64, bool)> = context
+            .iter()
+            .map(|p| (p.chunk, matches!(p.found, Found::SubjectLane)))
+            .collect();
+        assert_eq!(order, vec![(1, true), (3, false), (2, true), (4, false)]);
+        let quoted: Vec<usize> = extractive("starters", &context)
+            .iter()
+            .map(|d| d.citations[0])
+            .collect();
+        assert_eq!(quoted, vec![1, 2, 3], "lane ranks kept, not cosines");
+    }
+
+    #[test]
+    fn alternate_keeps_within_the_budget() {
+        let long = "x".repeat(60);
+        let subject = vec![lane_passage(1, Found::SubjectLane, 0.5, &long)];
+        let topic = vec![
+            lane_passage(2, Found::TopicLane, 0.5, &long),
+            lane_passage(3, Found::TopicLane, 0.5, "short"),
+        ];
+        let chunks: Vec<i64> = alternate(subject, topic, 100)
+            .iter()
+            .map(|p| p.chunk)
+            .collect();
+        assert_eq!(chunks, vec![1, 3]);
+    }
 
     #[test]
     fn statements_keep_their_markers_and_stray_markers_join_the_sentence_before() {
@@ -690,5 +903,16 @@ mod tests {
         );
         assert!(q.starts_with("Feed the starter"), "{q}");
         assert!(text.contains(&q));
+    }
+
+    #[test]
+    fn word_overlap_counts_content_words_only() {
+        let passage = "Feed the starter equal weights of flour and water every day.";
+        assert_eq!(
+            word_overlap_pct("Feed the starter every day.", passage),
+            Some(100)
+        );
+        assert_eq!(word_overlap_pct("Starters prefer jazz.", passage), Some(33));
+        assert_eq!(word_overlap_pct("This is it [1].", passage), None);
     }
 }

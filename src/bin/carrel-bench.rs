@@ -48,6 +48,10 @@ struct FormatFigures {
     raw_forward_s: f64,
     /// End-to-end ingest throughput ÷ raw forward throughput, same chunks.
     ingest_vs_raw: f64,
+    /// Extracting these files in this process, and in worker processes as
+    /// ingest does: the difference is what isolation costs.
+    extract_in_process_s: f64,
+    extract_isolated_s: f64,
 }
 
 #[derive(Serialize)]
@@ -58,6 +62,9 @@ struct Figures {
     pipeline_embed_texts_per_s: f64,
     embed_ratio: f64,
     ingest_ratio: f64,
+    /// The same ratio with isolation's cost taken out of the ingest time.
+    ingest_ratio_in_process: f64,
+    isolation_ms_per_file: f64,
     rescan_s_per_1000_files: f64,
     peak_rss_mb: f64,
     threads: usize,
@@ -87,6 +94,7 @@ fn peak_rss_mb() -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    carrel::extract::worker::serve_if_asked();
     let args = Args::parse();
     let models = ModelConfig::new(args.models.clone());
     let work = tempfile_dir()?;
@@ -122,6 +130,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         raw.forward_only(&refs)?;
         let raw_forward_s = t.elapsed().as_secs_f64();
         let calls = TEXTS_EMBEDDED.load(Ordering::Relaxed);
+        let (extract_in_process_s, extract_isolated_s) = time_extraction(&files)?;
         let t = Instant::now();
         let again = lib.add_sources(&files, Vec::new(), &mut |_| {})?;
         let rescan_s = t.elapsed().as_secs_f64();
@@ -148,6 +157,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rescan_model_calls: TEXTS_EMBEDDED.load(Ordering::Relaxed) - calls,
             raw_forward_s,
             ingest_vs_raw: raw_forward_s / ingest_s,
+            extract_in_process_s,
+            extract_isolated_s,
         });
     }
 
@@ -165,6 +176,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ours_s += t.elapsed().as_secs_f64();
     }
     let raw_rate = 2.0 * refs.len() as f64 / raw_s;
+    let isolation_s: f64 = formats
+        .iter()
+        .map(|f| f.extract_isolated_s - f.extract_in_process_s)
+        .sum();
     let ours = 2.0 * refs.len() as f64 / ours_s;
     let figures = Figures {
         formats,
@@ -173,6 +188,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         pipeline_embed_texts_per_s: ours,
         embed_ratio: ours / raw_rate,
         ingest_ratio: total_raw_s / total_ingest_s,
+        ingest_ratio_in_process: total_raw_s / (total_ingest_s - isolation_s),
+        isolation_ms_per_file: isolation_s * 1000.0 / total_files.max(1) as f64,
         rescan_s_per_1000_files: total_rescan_s / total_files.max(1) as f64 * 1000.0,
         peak_rss_mb: peak_rss_mb(),
         threads: models.threads,
@@ -183,6 +200,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let _ = std::fs::remove_dir_all(&work);
     Ok(())
+}
+
+/// Seconds to extract every file in this process, then in worker processes.
+fn time_extraction(
+    files: &[carrel::ingest::Source],
+) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    use carrel::extract::{self, Kind, worker::Isolation};
+    let mut read = Vec::new();
+    for f in files {
+        if let carrel::ingest::Source::File(p) = f {
+            let bytes = std::fs::read(p)?;
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let kind = Kind::detect(p, &bytes);
+            read.push((name, bytes, kind));
+        }
+    }
+    let t = Instant::now();
+    for (name, bytes, kind) in &read {
+        let _ = extract::extract(name, bytes, *kind);
+    }
+    let in_process = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for (name, bytes, kind) in &read {
+        let _ = extract::isolated(name, bytes, *kind, &Isolation::default())?;
+    }
+    Ok((in_process, t.elapsed().as_secs_f64()))
 }
 
 fn tempfile_dir() -> std::io::Result<PathBuf> {
@@ -229,6 +276,14 @@ fn print_table(f: &Figures) {
     println!(
         "| end-to-end ingest ÷ raw forward, on the same chunks | {:.2} |",
         f.ingest_ratio
+    );
+    println!(
+        "| the same without isolation's cost (extraction in worker processes) | {:.2} |",
+        f.ingest_ratio_in_process
+    );
+    println!(
+        "| isolation's cost per file, ms | {:.1} |",
+        f.isolation_ms_per_file
     );
     println!(
         "| re-scan of unchanged files, s per 1,000 files | {:.3} |",

@@ -42,6 +42,7 @@ struct Doc {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    carrel::extract::worker::serve_if_asked();
     let args = Args::parse();
     let mut docs = Vec::new();
     for folder in &args.folders {

@@ -66,6 +66,7 @@ struct Timing {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    carrel::extract::worker::serve_if_asked();
     match Cli::parse().command {
         Command::EmbedStore {
             chunks,

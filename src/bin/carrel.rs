@@ -38,6 +38,9 @@ struct Cli {
     /// ONNX intra-op threads for embedding
     #[arg(long, env = "CARREL_THREADS", global = true, default_value_t = carrel::models::DEFAULT_THREADS)]
     threads: usize,
+    /// Seconds one file may take to extract before it is listed as broken
+    #[arg(long, env = "CARREL_EXTRACT_TIMEOUT", global = true, default_value_t = carrel::extract::worker::DEFAULT_TIMEOUT.as_secs())]
+    extract_timeout: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -169,6 +172,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Extraction runs in this binary re-executed as a worker process.
+    carrel::extract::worker::serve_if_asked();
+    // Named fault points (`FAILPOINTS=ingest::after_commit=2*off->return`),
+    // used by the crash test; inert when the variable is unset.
+    let _faults = fail::FailScenario::setup();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CARREL_LOG")
@@ -207,15 +215,33 @@ fn quiet_extractor_panics() {
     }));
 }
 
+/// Opens the library that is there: a folder that holds none is an error, so
+/// a mistyped `--library` never reads as an empty library.
 fn open(cli: &Cli) -> Result<Library, Error> {
-    open_with(cli, Limits::default())
+    Library::open_existing(config(cli, Limits::default())?)
 }
 
-fn open_with(cli: &Cli, limits: Limits) -> Result<Library, Error> {
+/// Opens the library, creating it if needed: only `add` and `watch add`.
+fn create(cli: &Cli, limits: Limits) -> Result<Library, Error> {
+    Library::open(config(cli, limits)?)
+}
+
+fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
     let (dir, _) = carrel::library_dir(cli.library.as_deref(), None)?;
     let mut config = LibraryConfig::new(dir, models(cli)?);
-    config.limits = limits;
-    Library::open(config)
+    config.limits = Limits {
+        isolation: isolation(cli),
+        ..limits
+    };
+    Ok(config)
+}
+
+/// The extraction worker's limits the flags and environment ask for.
+fn isolation(cli: &Cli) -> carrel::extract::worker::Isolation {
+    carrel::extract::worker::Isolation {
+        timeout: std::time::Duration::from_secs(cli.extract_timeout.max(1)),
+        ..Default::default()
+    }
 }
 
 /// The models folder and thread count the flags and environment ask for.
@@ -276,7 +302,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 allow_private_urls: *allow_private,
                 ..Limits::default()
             };
-            let mut lib = open_with(&cli, limits)?;
+            let mut lib = create(&cli, limits)?;
             let bar = progress_bar();
             let report = lib.add(inputs, &mut |p| show_progress(&bar, p))?;
             bar.finish_and_clear();
@@ -383,7 +409,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Probe { file, mode, json } => {
-            match carrel::probe(file, *mode, &Limits::default())? {
+            let limits = Limits {
+                isolation: isolation(&cli),
+                ..Limits::default()
+            };
+            match carrel::probe(file, *mode, &limits)? {
                 Ok(p) => {
                     if *json {
                         print_json(&p);
@@ -563,7 +593,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { json } => {
-            let d = open(&cli)?.doctor()?;
+            // The doctor examines the library where it would be, and makes
+            // an empty one there if there is none, to check the schema.
+            let d = create(&cli, Limits::default())?.doctor()?;
             let sound = d.integrity == "ok" && d.orphans.iter().all(|(_, n)| *n == 0);
             let healthy = d.runtime.is_ok() && d.embedder.is_ok() && d.reranker.is_ok() && sound;
             if *json {
@@ -663,7 +695,7 @@ fn watch(cli: &Cli, command: &WatchCommand) -> Result<ExitCode, Error> {
                 exclude.clone(),
                 *allow_private,
             )?;
-            let mut lib = open(cli)?;
+            let mut lib = create(cli, Limits::default())?;
             let bar = progress_bar();
             let added = carrel::watch::add(&mut lib, &w, &mut |p| show_progress(&bar, p))?;
             bar.finish_and_clear();
@@ -758,6 +790,13 @@ fn print_answer(a: &carrel::answer::Answer) {
                 let marks: String = s.citations.iter().map(|n| format!("[{n}]")).collect();
                 let flag = match &s.check {
                     Check::Verified => String::new(),
+                    Check::Supported { overlap_pct } => {
+                        format!("   (supported: {overlap_pct}% of its words are in the passage)")
+                    }
+                    Check::Cited => "   (cited; nothing in it to check against the passage)".into(),
+                    Check::Unsupported { overlap_pct } => format!(
+                        "   <- UNSUPPORTED: only {overlap_pct}% of its words are in the passage it cites"
+                    ),
                     Check::Uncited => "   <- UNCITED".into(),
                     Check::Invalid { problems } => {
                         format!("   <- INVALID: {}", problems.join("; "))
@@ -789,8 +828,15 @@ fn print_answer(a: &carrel::answer::Answer) {
                 );
             }
             println!(
-                "Check: {} of {} statements verified, {} uncited, {} with invalid citations.",
-                check.verified, check.statements, check.uncited, check.invalid
+                "Check: of {} statements, {} verified (quoted verbatim), {} supported (their words are in the passage), \
+                 {} only cited, {} unsupported, {} uncited, {} with invalid citations.",
+                check.statements,
+                check.verified,
+                check.supported,
+                check.cited,
+                check.unsupported,
+                check.uncited,
+                check.invalid
             );
         }
     }

@@ -51,7 +51,7 @@ pub fn extract(src: &str) -> Extracted {
         .unwrap_or_else(|| doc.root_element());
     let mut b = SectionBuilder::default();
     let mut first_h1 = String::new();
-    walk(*root, &mut b, false, &mut first_h1);
+    walk(*root, &mut b, &mut first_h1);
     let title = if first_h1.is_empty() {
         Selector::parse("title")
             .ok()
@@ -77,8 +77,29 @@ fn skipped(el: &scraper::node::Element) -> bool {
         || el.attr("aria-hidden").is_some_and(|v| v == "true")
 }
 
-fn walk(node: NodeRef<'_, Node>, b: &mut SectionBuilder, pre: bool, first_h1: &mut String) {
-    for child in node.children() {
+/// One step of the walk. The walk keeps its own stack instead of recursing:
+/// a file nested 20,000 elements deep overflowed the thread's stack.
+enum Step<'a> {
+    Visit(NodeRef<'a, Node>, bool),
+    LineBreak,
+    BlockBreak,
+}
+
+fn walk(node: NodeRef<'_, Node>, b: &mut SectionBuilder, first_h1: &mut String) {
+    let mut stack = Vec::new();
+    push_children(&mut stack, node, false);
+    while let Some(step) = stack.pop() {
+        let (child, pre) = match step {
+            Step::LineBreak => {
+                b.line_break();
+                continue;
+            }
+            Step::BlockBreak => {
+                b.block_break();
+                continue;
+            }
+            Step::Visit(child, pre) => (child, pre),
+        };
         match child.value() {
             Node::Text(t) => push_text(b, t, pre),
             Node::Element(el) => {
@@ -95,24 +116,31 @@ fn walk(node: NodeRef<'_, Node>, b: &mut SectionBuilder, pre: bool, first_h1: &m
                 } else if name == "li" {
                     b.line_break();
                     b.push("- ");
-                    walk(child, b, pre, first_h1);
-                    b.line_break();
+                    stack.push(Step::LineBreak);
+                    push_children(&mut stack, child, pre);
                 } else if name == "br" {
                     b.line_break();
                 } else if BLOCK.contains(&name) {
                     b.block_break();
-                    walk(child, b, pre || name == "pre", first_h1);
-                    b.block_break();
+                    stack.push(Step::BlockBreak);
+                    push_children(&mut stack, child, pre || name == "pre");
                 } else {
                     if matches!(name, "td" | "th") {
                         b.push(" ");
                     }
-                    walk(child, b, pre, first_h1);
+                    push_children(&mut stack, child, pre);
                 }
             }
             _ => {}
         }
     }
+}
+
+/// Queues a node's children, last first, so that they pop in document order.
+fn push_children<'a>(stack: &mut Vec<Step<'a>>, node: NodeRef<'a, Node>, pre: bool) {
+    let at = stack.len();
+    stack.extend(node.children().map(|c| Step::Visit(c, pre)));
+    stack[at..].reverse();
 }
 
 fn push_text(b: &mut SectionBuilder, t: &str, pre: bool) {
@@ -190,6 +218,25 @@ mod tests {
             .unwrap();
         assert!(files.text.contains("- open"));
         assert_eq!(files.heading_path.len(), 2);
+    }
+
+    #[test]
+    fn html_nested_twenty_thousand_deep_does_not_overflow_the_stack() {
+        let depth = 20_000;
+        let html = format!(
+            "<html><body>{}<p>deep words</p>{}</body></html>",
+            "<div>".repeat(depth),
+            "</div>".repeat(depth)
+        );
+        // A 256 KiB stack, far smaller than any thread Carrel runs on: the
+        // recursive walk needed megabytes.
+        let doc = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || extract(&html))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(doc.sections.iter().any(|s| s.text.contains("deep words")));
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod html;
 mod markdown;
 mod pdf;
 mod text;
+pub mod worker;
 
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -131,19 +132,39 @@ impl Extracted {
 
 /// Why a document could not be indexed. Each is shown to the user next to the
 /// document, so each `Display` says what happened and what to try.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BrokenReason {
     Empty,
     Binary,
     Undecodable,
-    TooLarge { bytes: u64, cap: u64 },
+    TooLarge {
+        bytes: u64,
+        cap: u64,
+    },
     CorruptPdf(String),
-    IncompletePdf { read: usize, pages: usize },
+    IncompletePdf {
+        read: usize,
+        pages: usize,
+    },
     Encrypted,
     NoText,
     Vanished,
     Unreadable(String),
     ExtractorPanicked(String),
+    /// The extraction worker died: a stack overflow, an abort, a signal.
+    ExtractorCrashed(String),
+    ExtractorTimedOut {
+        seconds: u64,
+    },
+    ExtractorOutOfMemory {
+        limit_mb: u64,
+    },
+    /// A compressed stream inflates past its cap.
+    DecompressionBomb {
+        limit_mb: u64,
+    },
+    /// A FIFO, socket or device: reading it could block forever.
+    NotAFile(String),
     InvalidUrl(String),
     PrivateAddress(String),
     Unreachable(String),
@@ -165,6 +186,11 @@ impl BrokenReason {
             BrokenReason::Vanished => "vanished",
             BrokenReason::Unreadable(_) => "unreadable",
             BrokenReason::ExtractorPanicked(_) => "extractor_panicked",
+            BrokenReason::ExtractorCrashed(_) => "extractor_crashed",
+            BrokenReason::ExtractorTimedOut { .. } => "extractor_timed_out",
+            BrokenReason::ExtractorOutOfMemory { .. } => "extractor_out_of_memory",
+            BrokenReason::DecompressionBomb { .. } => "decompression_bomb",
+            BrokenReason::NotAFile(_) => "not_a_file",
             BrokenReason::InvalidUrl(_) => "invalid_url",
             BrokenReason::PrivateAddress(_) => "private_address",
             BrokenReason::Unreachable(_) => "unreachable",
@@ -218,6 +244,25 @@ impl std::fmt::Display for BrokenReason {
                     f,
                     "the extractor crashed on this file ({e}); the file is probably damaged"
                 )
+            }
+            BrokenReason::ExtractorCrashed(e) => write!(
+                f,
+                "extractor crashed: {e}; the file is damaged or built to break parsers"
+            ),
+            BrokenReason::ExtractorTimedOut { seconds } => write!(
+                f,
+                "extraction stopped after {seconds} s; the file is damaged, built to hang parsers, or needs a longer limit (--extract-timeout)"
+            ),
+            BrokenReason::ExtractorOutOfMemory { limit_mb } => write!(
+                f,
+                "the extractor ran out of memory (its limit is {limit_mb} MB); the file is damaged or a decompression bomb"
+            ),
+            BrokenReason::DecompressionBomb { limit_mb } => write!(
+                f,
+                "a compressed page expands past {limit_mb} MB: a decompression bomb or a damaged PDF"
+            ),
+            BrokenReason::NotAFile(what) => {
+                write!(f, "not a regular file but {what}; Carrel reads files only")
             }
             BrokenReason::InvalidUrl(e) => write!(f, "not a usable URL: {e}"),
             BrokenReason::PrivateAddress(e) => write!(
@@ -279,6 +324,18 @@ pub fn extract(name: &str, bytes: &[u8], kind: Kind) -> Result<Extracted, Broken
         });
     }
     Ok(doc)
+}
+
+/// Extracts one file in a worker process under `limits` (see [`worker`]): what
+/// ingest and the probe call, so no file can take the caller down. `Err` is a
+/// worker that could not be started at all.
+pub fn isolated(
+    name: &str,
+    bytes: &[u8],
+    kind: Kind,
+    limits: &worker::Isolation,
+) -> crate::Result<Result<Extracted, BrokenReason>> {
+    Ok(worker::extract(name, bytes, kind, limits)?)
 }
 
 /// Normalises every section, drops empty ones and settles the title.

@@ -4,10 +4,21 @@
 //! (bookmarks) when it has one. This runs inside the panic boundary in
 //! [`super::extract`].
 
-use lopdf::Document;
+use std::io::Read;
+
+use lopdf::{Document, Object};
 use pdf_extract::{OutputError, PlainTextOutput, output_doc_page};
 
 use super::{BrokenReason, Extracted, Section};
+
+/// Most bytes one page's content stream may inflate to. A page of dense text
+/// is tens of KB; a stream past this is a decompression bomb (or damage), and
+/// pdf-extract would hold all of it in memory and then parse it.
+pub const MAX_INFLATED_STREAM_BYTES: u64 = 64 << 20;
+
+/// Most objects a PDF may hold. The 2,415-page manual measured in DESIGN.md
+/// has about 40k; past this, every page lookup walks a huge table.
+pub const MAX_OBJECTS: usize = 2_000_000;
 
 pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
     if !bytes.starts_with(b"%PDF-")
@@ -23,9 +34,19 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
         return Err(BrokenReason::Encrypted);
     }
     let encrypted = doc.is_encrypted();
-    let pages = doc.get_pages().len();
+    if doc.objects.len() > MAX_OBJECTS {
+        return Err(BrokenReason::CorruptPdf(format!(
+            "{} objects, over the cap of {MAX_OBJECTS}",
+            doc.objects.len()
+        )));
+    }
+    let page_ids = doc.get_pages();
+    let pages = page_ids.len();
     if pages == 0 {
         return Err(BrokenReason::CorruptPdf("no pages".into()));
+    }
+    for id in page_ids.values() {
+        check_inflation(&doc, *id)?;
     }
     let outline = outline(&doc);
     let mut sections = Vec::with_capacity(pages);
@@ -64,6 +85,32 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
         .unwrap_or("")
         .to_string();
     Ok(Extracted { title, sections })
+}
+
+/// Inflates each Flate-compressed content stream of a page into nothing, up
+/// to [`MAX_INFLATED_STREAM_BYTES`], before pdf-extract inflates it for real.
+fn check_inflation(doc: &Document, page: lopdf::ObjectId) -> Result<(), BrokenReason> {
+    for id in doc.get_page_contents(page) {
+        let Ok(Object::Stream(s)) = doc.get_object(id) else {
+            continue;
+        };
+        if !s
+            .filters()
+            .is_ok_and(|f| f.first() == Some(&&b"FlateDecode"[..]))
+        {
+            continue;
+        }
+        let mut inflated =
+            flate2::read::ZlibDecoder::new(&s.content[..]).take(MAX_INFLATED_STREAM_BYTES + 1);
+        // A damaged stream is pdf-extract's to report; only size is judged here.
+        let n = std::io::copy(&mut inflated, &mut std::io::sink()).unwrap_or(0);
+        if n > MAX_INFLATED_STREAM_BYTES {
+            return Err(BrokenReason::DecompressionBomb {
+                limit_mb: MAX_INFLATED_STREAM_BYTES >> 20,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn short(s: &str) -> String {

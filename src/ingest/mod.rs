@@ -17,6 +17,7 @@ pub use sources::{Source, expand};
 use crate::card::{self, Card};
 use crate::chunk::{self, ChunkSpan, Mode};
 use crate::error::Result;
+use crate::extract::worker::Isolation;
 use crate::extract::{self, BrokenReason, Extracted, Kind};
 use crate::models::{Embedder, Fingerprints, hex};
 use crate::store::{DocumentState, NewChunk, NewDocument, Store, Validators};
@@ -39,6 +40,8 @@ pub struct Limits {
     pub max_chunks: usize,
     /// Whether URLs on loopback, private and link-local addresses may be fetched.
     pub allow_private_urls: bool,
+    /// The limits of the extraction worker each file is read in.
+    pub isolation: Isolation,
 }
 
 impl Default for Limits {
@@ -47,6 +50,7 @@ impl Default for Limits {
             max_file_bytes: MAX_FILE_BYTES,
             max_chunks: MAX_CHUNKS_PER_DOCUMENT,
             allow_private_urls: false,
+            isolation: Isolation::default(),
         }
     }
 }
@@ -258,7 +262,8 @@ impl Pipeline<'_> {
         let kind = raw
             .kind
             .unwrap_or_else(|| Kind::detect(std::path::Path::new(&raw.name), &raw.data));
-        let extracted = match extract::extract(&raw.name, &raw.data, kind) {
+        let extracted = match extract::isolated(&raw.name, &raw.data, kind, &self.limits.isolation)?
+        {
             Ok(x) => x,
             Err(reason) => {
                 let meta = Meta {
@@ -358,6 +363,9 @@ impl Pipeline<'_> {
                     Ok(m) => m,
                     Err(e) => return broken(meta, read_failure(e)),
                 };
+                if let Some(what) = not_a_file(&fs_meta) {
+                    return broken(meta, BrokenReason::NotAFile(what.into()));
+                }
                 meta.bytes = fs_meta.len();
                 meta.mtime_ns = fs_meta
                     .modified()
@@ -378,6 +386,7 @@ impl Pipeline<'_> {
                     };
                     return broken(meta, reason);
                 }
+                fail::fail_point!("ingest::before_read");
                 match std::fs::read(path) {
                     Ok(data) => Ok(Ok(Raw {
                         meta,
@@ -505,9 +514,31 @@ impl Pipeline<'_> {
         if let Some(old) = dropped {
             Store::collect_garbage(&tx, old)?;
         }
+        fail::fail_point!("ingest::before_commit", |_| crate::fault::die());
         tx.commit()?;
+        fail::fail_point!("ingest::after_commit", |_| crate::fault::die());
         Ok(id)
     }
+}
+
+/// What a path is when it is neither a regular file nor a folder: opening a
+/// FIFO blocks until a writer comes, and a device never ends.
+pub(crate) fn not_a_file(meta: &std::fs::Metadata) -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            return Some("a FIFO (named pipe)");
+        }
+        if t.is_socket() {
+            return Some("a socket");
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return Some("a device");
+        }
+    }
+    (!meta.is_file()).then_some("not a regular file")
 }
 
 fn read_failure(e: std::io::Error) -> BrokenReason {

@@ -54,8 +54,12 @@ pub fn expand(inputs: &[String]) -> (Vec<Source>, Vec<Failure>) {
                 });
             for entry in walker {
                 match entry {
+                    // FIFOs, sockets and devices are taken too, so that they are
+                    // listed as broken with a reason rather than skipped unseen.
                     Ok(e)
-                        if e.file_type().is_file() && Kind::from_extension(e.path()).is_some() =>
+                        if !e.file_type().is_dir()
+                            && !e.file_type().is_symlink()
+                            && Kind::from_extension(e.path()).is_some() =>
                     {
                         files.push(Source::File(e.into_path()))
                     }

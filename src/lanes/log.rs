@@ -26,8 +26,47 @@ pub struct LogEntry {
 /// the cross-encoder.
 pub type LaneLog<'a> = (&'a str, &'a [Candidate], &'a ScorerId, Option<&'a ScorerId>);
 
-/// Writes one row per candidate of both lanes, in one transaction.
-pub fn record(store: &mut Store, query: &str, lanes: &[LaneLog<'_>]) -> Result<()> {
+/// How much of the log is kept: rows past either limit are dropped, oldest
+/// first, each time a query is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub max_rows: u64,
+    pub max_age_s: i64,
+}
+
+impl Default for Retention {
+    /// About 10,000 queries' worth at 20 candidates a query, and 90 days.
+    fn default() -> Self {
+        Retention {
+            max_rows: 200_000,
+            max_age_s: 90 * 24 * 3600,
+        }
+    }
+}
+
+/// Drops rows past `keep`. Rows are appended in time order, so the oldest
+/// are the lowest ids: both deletes walk the primary key, not the table.
+pub fn prune(store: &Store, keep: Retention, now: i64) -> Result<usize> {
+    let by_count = store.conn.execute(
+        "DELETE FROM retrieval_log WHERE id <= (SELECT MAX(id) FROM retrieval_log) - ?1",
+        [keep.max_rows as i64],
+    )?;
+    let by_age = store.conn.execute(
+        "DELETE FROM retrieval_log WHERE id IN
+           (SELECT id FROM retrieval_log ORDER BY id LIMIT 10000) AND at < ?1",
+        [now - keep.max_age_s],
+    )?;
+    Ok(by_count + by_age)
+}
+
+/// Writes one row per candidate of both lanes, in one transaction, then
+/// drops what `keep` no longer covers.
+pub fn record(
+    store: &mut Store,
+    query: &str,
+    lanes: &[LaneLog<'_>],
+    keep: Retention,
+) -> Result<()> {
     let tx = store.conn.transaction()?;
     {
         let mut insert = tx.prepare_cached(
@@ -67,6 +106,7 @@ pub fn record(store: &mut Store, query: &str, lanes: &[LaneLog<'_>]) -> Result<(
         }
     }
     tx.commit()?;
+    prune(store, keep, now())?;
     Ok(())
 }
 
@@ -91,4 +131,43 @@ pub fn read(store: &Store, limit: usize) -> Result<Vec<LogEntry>> {
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(store: &Store) -> Vec<(i64, i64)> {
+        let mut stmt = store
+            .conn
+            .prepare("SELECT id, at FROM retrieval_log ORDER BY id")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_log_keeps_only_what_its_retention_covers() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("library.sqlite3")).unwrap();
+        for at in [100, 200, 300, 400, 500] {
+            store
+                .conn
+                .execute(
+                    "INSERT INTO retrieval_log (at, query, lane, doc, score, scale, scorer, calibrated, admitted, decision)
+                     VALUES (?1, 'q', 'topic', 1, 0.5, 'cosine', 's', 0, 1, 'admitted')",
+                    [at],
+                )
+                .unwrap();
+        }
+        let keep = Retention {
+            max_rows: 4,
+            max_age_s: 250,
+        };
+        assert_eq!(prune(&store, keep, 500).unwrap(), 2);
+        let ats: Vec<i64> = rows(&store).into_iter().map(|(_, at)| at).collect();
+        assert_eq!(ats, vec![300, 400, 500], "the oldest by count, then by age");
+    }
 }

@@ -187,25 +187,67 @@ impl<H> LaneRun<H> {
     }
 }
 
+/// How much of the library a lane's index covers: indexed documents, and
+/// those whose vectors (chunks for the topic lane, cards for the subject
+/// lane) were made by another model and wait to be re-embedded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Coverage {
+    pub indexed: usize,
+    pub stale: usize,
+}
+
+impl Coverage {
+    /// What the lane cannot see, as a sentence; `None` when it sees it all.
+    fn shortfall(&self) -> Option<String> {
+        (self.stale > 0).then(|| {
+            format!(
+                "re-embedding {} of {} documents (their vectors were made by another model); \
+                 hits from them are missing until it finishes",
+                self.stale, self.indexed
+            )
+        })
+    }
+}
+
 /// Turns both lanes' runs into outcomes. Sub-floor hits survive only as
-/// `Weak`, and only when neither lane has an admitted hit.
+/// `Weak`, and only when neither lane has an admitted hit. A lane whose
+/// index covers only part of the library is never `Ready`: it is `Weak` with
+/// the reason, or `Unavailable` when it covers none of it.
 pub fn assemble(
     subject: &LaneRun<SubjectHit>,
     topic: &LaneRun<TopicHit>,
+    coverage: (Coverage, Coverage),
 ) -> (LaneOutcome<SubjectHit>, LaneOutcome<TopicHit>) {
     let any_real = subject.has_admitted() || topic.has_admitted();
-    (one(subject, any_real), one(topic, any_real))
+    (
+        one(subject, any_real, coverage.0),
+        one(topic, any_real, coverage.1),
+    )
 }
 
-fn one<H: Clone>(run: &LaneRun<H>, any_real: bool) -> LaneOutcome<H> {
-    match &run.admitted {
+fn one<H: Clone>(run: &LaneRun<H>, any_real: bool, coverage: Coverage) -> LaneOutcome<H> {
+    let outcome = match &run.admitted {
         Err(Unready::Unavailable(reason)) => LaneOutcome::Unavailable {
             reason: reason.clone(),
         },
         Err(Unready::Failed(reason)) => LaneOutcome::Failed(reason.clone()),
         Ok(hits) if !hits.is_empty() => LaneOutcome::Ready(hits.clone()),
-        Ok(_) if !any_real && !run.weak.is_empty() => LaneOutcome::Weak(run.weak.clone()),
+        Ok(_) if !any_real && !run.weak.is_empty() => LaneOutcome::Weak {
+            hits: run.weak.clone(),
+            reason: None,
+        },
         Ok(_) => LaneOutcome::Ready(Vec::new()),
+    };
+    let Some(reason) = coverage.shortfall() else {
+        return outcome;
+    };
+    match outcome {
+        _ if coverage.stale >= coverage.indexed => LaneOutcome::Unavailable { reason },
+        LaneOutcome::Ready(hits) | LaneOutcome::Weak { hits, .. } => LaneOutcome::Weak {
+            hits,
+            reason: Some(reason),
+        },
+        other => other,
     }
 }
 
@@ -299,6 +341,17 @@ mod tests {
         }
     }
 
+    const FULL: (Coverage, Coverage) = (
+        Coverage {
+            indexed: 10,
+            stale: 0,
+        },
+        Coverage {
+            indexed: 10,
+            stale: 0,
+        },
+    );
+
     fn run<H>(admitted: Result<Vec<H>, Unready>, weak: Vec<H>) -> LaneRun<H> {
         LaneRun {
             admitted,
@@ -310,11 +363,11 @@ mod tests {
     #[test]
     fn weak_hits_show_only_when_no_lane_has_real_ones() {
         let subject: LaneRun<SubjectHit> = run(Ok(vec![]), vec![]);
-        let (s, t) = assemble(&subject, &run(Ok(vec![]), vec![hit(1)]));
+        let (s, t) = assemble(&subject, &run(Ok(vec![]), vec![hit(1)]), FULL);
         assert_eq!((s.state(), t.state()), ("ready", "weak"));
         assert!(s.hits().is_empty());
 
-        let (_, t) = assemble(&subject, &run(Ok(vec![hit(2)]), vec![hit(1)]));
+        let (_, t) = assemble(&subject, &run(Ok(vec![hit(2)]), vec![hit(1)]), FULL);
         assert_eq!(t.state(), "ready");
         assert_eq!(t.hits()[0].doc, 2);
     }
@@ -323,9 +376,36 @@ mod tests {
     fn an_unavailable_lane_says_so_and_keeps_the_other_real() {
         let subject: LaneRun<SubjectHit> =
             LaneRun::unready(Unready::Unavailable("no cross-encoder".into()));
-        let (s, t) = assemble(&subject, &run(Ok(vec![]), vec![hit(1)]));
+        let (s, t) = assemble(&subject, &run(Ok(vec![]), vec![hit(1)]), FULL);
         assert_eq!(s.state(), "unavailable");
         assert_eq!(s.reason(), Some("no cross-encoder"));
         assert_eq!(t.state(), "weak", "an unavailable lane is not a real hit");
+    }
+
+    /// Regression: after a model change, stale vectors dropped out of the
+    /// KNN and the lanes answered `ready` with nothing.
+    #[test]
+    fn a_lane_that_sees_part_of_the_library_is_never_ready() {
+        let subject: LaneRun<SubjectHit> = run(Ok(vec![]), vec![]);
+        let part = Coverage {
+            indexed: 1400,
+            stale: 120,
+        };
+        let (s, t) = assemble(&subject, &run(Ok(vec![hit(2)]), vec![]), (part, part));
+        assert_eq!((s.state(), t.state()), ("weak", "weak"));
+        assert_eq!(t.hits()[0].doc, 2, "what it found is still shown");
+        assert!(
+            s.reason()
+                .unwrap()
+                .starts_with("re-embedding 120 of 1400 documents"),
+            "{:?}",
+            s.reason()
+        );
+        let none = Coverage {
+            indexed: 1400,
+            stale: 1400,
+        };
+        let (s, _) = assemble(&subject, &run(Ok(vec![]), vec![]), (none, part));
+        assert_eq!(s.state(), "unavailable");
     }
 }

@@ -7,8 +7,13 @@ use serde::Serialize;
 pub enum LaneOutcome<H> {
     /// Hits that passed every floor (possibly none: looked, found nothing).
     Ready(Vec<H>),
-    /// Sub-floor hits, shown only because neither lane had anything real.
-    Weak(Vec<H>),
+    /// Hits to take with care, and why: sub-floor hits, shown only because
+    /// neither lane had anything real (no reason), or hits from a library
+    /// that the lane could search only in part (the reason says which part).
+    Weak {
+        hits: Vec<H>,
+        reason: Option<String>,
+    },
     /// The lane could not run; the reason says what to do.
     Unavailable { reason: String },
     /// The lane failed.
@@ -44,7 +49,7 @@ impl<H> LaneOutcome<H> {
     pub fn lane_state(&self) -> LaneState {
         match self {
             LaneOutcome::Ready(_) => LaneState::Ready,
-            LaneOutcome::Weak(_) => LaneState::Weak,
+            LaneOutcome::Weak { .. } => LaneState::Weak,
             LaneOutcome::Unavailable { .. } => LaneState::Unavailable,
             LaneOutcome::Failed(_) => LaneState::Failed,
         }
@@ -52,14 +57,19 @@ impl<H> LaneOutcome<H> {
 
     pub fn hits(&self) -> &[H] {
         match self {
-            LaneOutcome::Ready(h) | LaneOutcome::Weak(h) => h,
+            LaneOutcome::Ready(h) | LaneOutcome::Weak { hits: h, .. } => h,
             _ => &[],
         }
     }
 
     pub fn reason(&self) -> Option<&str> {
         match self {
-            LaneOutcome::Unavailable { reason } | LaneOutcome::Failed(reason) => Some(reason),
+            LaneOutcome::Unavailable { reason }
+            | LaneOutcome::Failed(reason)
+            | LaneOutcome::Weak {
+                reason: Some(reason),
+                ..
+            } => Some(reason),
             _ => None,
         }
     }

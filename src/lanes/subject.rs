@@ -238,6 +238,9 @@ pub fn run<'a>(
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     admitted.truncate(top_k);
+    // Weak hits are shown by the number they fell short on, the cosine; those
+    // below the rerank floor came after the cosine-ordered scan, so re-sort.
+    weak.sort_by(|a, b| b.cosine.0.total_cmp(&a.cosine.0));
     weak.truncate(top_k);
     Ok((
         LaneRun {

@@ -161,6 +161,30 @@ impl Store {
 
     /// Contents with any chunk or card not embedded under the given
     /// fingerprints (or with no vectors at all).
+    /// The lanes' coverage of the indexed documents: (subject lane, by card
+    /// vectors; topic lane, by chunk vectors).
+    pub fn coverage(
+        &self,
+        chunk_fp: &str,
+        card_fp: &str,
+    ) -> Result<(crate::lanes::Coverage, crate::lanes::Coverage)> {
+        let (indexed, stale_cards, stale_chunks): (i64, i64, i64) = self.conn.query_row(
+            "SELECT COUNT(*),
+                    COALESCE(SUM(NOT EXISTS (SELECT 1 FROM cards d
+                        WHERE d.content_id = o.content_id AND d.embedded_with IS ?2)), 0),
+                    COALESCE(SUM(EXISTS (SELECT 1 FROM chunks k
+                        WHERE k.content_id = o.content_id AND k.embedded_with IS NOT ?1)), 0)
+             FROM documents o WHERE o.content_id IS NOT NULL",
+            params![chunk_fp, card_fp],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let of = |stale: i64| crate::lanes::Coverage {
+            indexed: indexed as usize,
+            stale: stale as usize,
+        };
+        Ok((of(stale_cards), of(stale_chunks)))
+    }
+
     pub fn stale_contents(&self, chunk_fp: &str, card_fp: &str) -> Result<Vec<StaleContent>> {
         let mut stmt = self.conn.prepare(
             "SELECT c.id, c.extracted, c.truncated_at_chunk,
@@ -224,7 +248,15 @@ impl Store {
         vectors: &[Vec<f32>],
         fingerprint: &str,
     ) -> Result<()> {
-        debug_assert_eq!(chunks.len(), vectors.len());
+        // In release builds too: a zip over unequal lengths would store
+        // chunks without vectors, which no lane could ever find.
+        if chunks.len() != vectors.len() {
+            return Err(crate::Error::Embedding(format!(
+                "{} vectors came back for {} chunks",
+                vectors.len(),
+                chunks.len()
+            )));
+        }
         tx.execute(
             "DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE content_id = ?1)",
             [content_id],
@@ -322,5 +354,42 @@ impl Store {
             q("SELECT count(*) FROM cards")?,
             q("SELECT count(*) FROM card_vectors")?,
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extract::{Extracted, Section};
+
+    /// Regression: a `debug_assert` guarded this, so a release build would
+    /// have stored chunks that no vector search could reach.
+    #[test]
+    fn chunks_and_vectors_of_unequal_length_are_refused_in_every_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("library.sqlite3")).unwrap();
+        let tx = store.conn.transaction().unwrap();
+        let doc = Extracted {
+            title: "t".into(),
+            sections: vec![Section {
+                heading_path: vec![],
+                text: "abc".into(),
+                page: None,
+            }],
+        };
+        let id = Store::insert_content(&tx, "hash", &doc, None).unwrap();
+        let chunk = NewChunk {
+            heading_path: vec![],
+            section: 0,
+            start: 0,
+            end: 3,
+            page: None,
+            text: "abc".into(),
+        };
+        let err = Store::write_chunks(&tx, id, &[chunk], &[], "fp").unwrap_err();
+        assert!(
+            err.to_string().contains("0 vectors came back for 1 chunks"),
+            "{err}"
+        );
     }
 }

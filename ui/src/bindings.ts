@@ -124,14 +124,39 @@ export type ChatTurn = {
 export type CheckSummary = {
 	statements: number,
 	verified: number,
+	supported: number,
+	cited: number,
+	unsupported: number,
 	uncited: number,
 	invalid: number,
 };
 
-/**  The verdict on one statement of an answer. */
+/**
+ *  The verdict on one statement of an answer: each says exactly what was
+ *  checked, no more.
+ */
 export type CitationCheck = 
-/**  Every citation is in the context and belongs to its document. */
+/**
+ *  Extractive: the quote occurs verbatim in the passage it cites, which
+ *  belongs to its document.
+ */
 { status: "verified" } | 
+/**
+ *  LLM: every citation is a passage of the context that belongs to its
+ *  document, and at least [`SUPPORT_MIN_PCT`] of the statement's content
+ *  words occur in those passages.
+ */
+{ status: "supported"; overlap_pct: number } | 
+/**
+ *  LLM: every citation is a passage of the context that belongs to its
+ *  document; the statement has no content words to check against it.
+ */
+{ status: "cited" } | 
+/**
+ *  LLM: the citations are real passages, but fewer than
+ *  [`SUPPORT_MIN_PCT`] of the statement's content words occur in them.
+ */
+{ status: "unsupported"; overlap_pct: number } | 
 /**  The statement cites nothing. */
 { status: "uncited" } | 
 /**  At least one citation failed; each problem is a sentence. */

@@ -182,7 +182,7 @@ test("the kept chat comes back with its answers, errors and what could not be re
                   outcome: {
                     state: "answered",
                     statements: [{ text: "Feed the starter twice a day.", citations: [1], check: { status: "verified" } }],
-                    check: { statements: 1, verified: 1, uncited: 0, invalid: 0 },
+                    check: { statements: 1, verified: 1, supported: 0, cited: 0, unsupported: 0, uncited: 0, invalid: 0 },
                   },
                 },
               },
