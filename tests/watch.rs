@@ -353,3 +353,54 @@ fn a_url_watch_refetches_conditionally_and_reindexes_on_change() {
     assert!(reindexed, "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success());
 }
+
+/// Puts labelled fixtures into `folder` under new names (`to` may have
+/// subfolders, which are made).
+fn place(folder: &Path, files: &[(&str, &str)]) {
+    for (from, to) in files {
+        let to = folder.join(to);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(labelled(from), to).unwrap();
+    }
+}
+
+/// The watcher and `carrel add` ingesting the same new file at once: the
+/// one that wrote second failed on `UNIQUE constraint failed:
+/// contents.hash`. Here a second connection adds the file after the sync
+/// has read it and before it writes it (the sync's progress callback runs
+/// between files).
+#[test]
+fn a_file_added_by_hand_while_a_watch_syncs_it_is_unchanged_for_the_watch() {
+    let lib_dir = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let f = folder.path();
+    place(
+        f,
+        &[("composting.md", "a.md"), ("chess-openings.md", "b.md")],
+    );
+    let mut lib = open(lib_dir.path());
+    let mut by_hand = open(lib_dir.path());
+    let w = new_watch(&s(f), 3600, vec![], vec![], false).unwrap();
+    let (id, _) = lib.add_watch(&w).unwrap();
+    let w = lib
+        .watches()
+        .unwrap()
+        .into_iter()
+        .find(|w| w.id == id)
+        .unwrap();
+    let a = s(f.join("a.md"));
+    let mut raced = false;
+    let r = watch::sync(&mut lib, &w, &mut |p| {
+        if p.current.ends_with("b.md") && !raced {
+            raced = true;
+            assert_eq!(by_hand.add(&[a.clone()], &mut |_| {}).unwrap().added, 1);
+        }
+    })
+    .expect("the second writer of a.md must not fail");
+    assert!(raced);
+    assert_eq!((r.added, r.unchanged, r.failed.len()), (1, 1, 0), "{r:?}");
+    assert_eq!(lib.list().unwrap().len(), 2);
+    for (what, n) in lib.store().orphans().unwrap() {
+        assert_eq!(n, 0, "{what}");
+    }
+}

@@ -202,6 +202,15 @@ impl Store {
         Ok(out)
     }
 
+    /// [`Store::content_by_hash`] inside a write transaction.
+    pub(crate) fn content_id_in(tx: &Transaction<'_>, hash: &str) -> Result<Option<i64>> {
+        Ok(tx
+            .query_row("SELECT id FROM contents WHERE hash = ?1", [hash], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+
     pub(crate) fn insert_content(
         tx: &Transaction<'_>,
         hash: &str,

@@ -24,6 +24,15 @@ pub struct NewDocument<'a> {
     pub state: DocumentState<'a>,
 }
 
+/// What writing a document's row found and did.
+pub(crate) struct Upserted {
+    pub id: i64,
+    /// The content the row pointed at before (`None`: no row, or broken).
+    pub before: Option<i64>,
+    /// The content the row no longer points at, to collect.
+    pub dropped: Option<i64>,
+}
+
 /// What an HTTP server said identifies the version it sent, so the next
 /// fetch can ask "changed since?" (ETag / Last-Modified).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -217,12 +226,9 @@ impl Store {
         Ok(())
     }
 
-    /// Inserts or updates the row for `doc.source`; returns its id and the
-    /// content it pointed at before, if that changed.
-    pub(crate) fn upsert_document(
-        tx: &Transaction<'_>,
-        doc: &NewDocument<'_>,
-    ) -> Result<(i64, Option<i64>)> {
+    /// Inserts or updates the row for `doc.source`; says what it pointed at
+    /// before.
+    pub(crate) fn upsert_document(tx: &Transaction<'_>, doc: &NewDocument<'_>) -> Result<Upserted> {
         let previous: Option<Option<i64>> = tx
             .query_row(
                 "SELECT content_id FROM documents WHERE source = ?1",
@@ -247,8 +253,12 @@ impl Store {
                 doc.validators.etag, doc.validators.last_modified],
             |r| r.get(0),
         )?;
-        let dropped = previous.flatten().filter(|old| Some(*old) != content_id);
-        Ok((id, dropped))
+        let before = previous.flatten();
+        Ok(Upserted {
+            id,
+            before,
+            dropped: before.filter(|old| Some(*old) != content_id),
+        })
     }
 
     /// Records that a source was seen unchanged.
