@@ -206,6 +206,9 @@ pub struct Pipeline<'a> {
     pub embedder: &'a mut dyn Embedder,
     pub fingerprints: &'a Fingerprints,
     pub limits: Limits,
+    /// The watch whose sync this is (`None`: added by hand); it owns the
+    /// rows this run creates, and no row that was already there.
+    pub watch: Option<i64>,
 }
 
 impl Pipeline<'_> {
@@ -516,6 +519,7 @@ impl Pipeline<'_> {
             mtime_ns: meta.mtime_ns,
             validators: &meta.validators,
             state,
+            watch: self.watch,
         };
         let content_id = match doc.state {
             DocumentState::Indexed { content_id } => Some(content_id),
