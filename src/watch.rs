@@ -338,6 +338,8 @@ pub fn run(
         .map_err(|e| Error::Watch(e.to_string()))?;
     let mut watched: HashSet<String> = HashSet::new();
     let mut dirty: HashSet<i64> = HashSet::new();
+    // Syncs that failed on a busy database: tried again at the next reload.
+    let mut retry: HashSet<i64> = HashSet::new();
     let mut watches: Vec<Watch> = Vec::new();
     let mut reloaded = Instant::now() - Duration::from_secs(60);
     let mut first = true;
@@ -359,8 +361,12 @@ pub fn run(
                             dirty.insert(w.id);
                         }
                         Err(e) => {
-                            lib.store()
-                                .record_sync(w.id, Some(&format!("cannot watch: {e}")))?;
+                            // Not followed: the next reload tries again.
+                            let error = format!("cannot watch: {e}");
+                            tracing::warn!(target = %w.target, "{error}");
+                            if let Err(e) = lib.store().record_sync(w.id, Some(&error)) {
+                                tracing::warn!("could not record that: {e}");
+                            }
                         }
                     }
                 }
@@ -372,6 +378,7 @@ pub fn run(
                     dirty.insert(w.id);
                 }
             }
+            dirty.extend(retry.drain());
             first = false;
             reloaded = Instant::now();
         }
@@ -384,8 +391,12 @@ pub fn run(
                 sync(lib, w, &mut |_| {})
             };
             // A failed sync is that watch's error, shown on it, and the next
-            // event or interval tries again: watching goes on.
+            // event or interval tries again (the next reload, when another
+            // process held the database): watching goes on.
             let r = result.unwrap_or_else(|e| {
+                if e.is_busy() {
+                    retry.insert(w.id);
+                }
                 let error = format!("sync failed: {e}");
                 tracing::warn!(target = %w.target, "{error}");
                 if let Err(e) = lib.store().record_sync(w.id, Some(&error)) {

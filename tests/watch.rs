@@ -731,3 +731,55 @@ fn a_file_added_by_hand_while_a_watch_syncs_it_is_unchanged_for_the_watch() {
         assert_eq!(n, 0, "{what}");
     }
 }
+
+/// `watch run` exited when recording a sync met a database another process
+/// held past the busy timeout (10 s). It must log, try again, and go on.
+#[test]
+fn watch_run_survives_a_busy_database_when_recording_a_sync() {
+    let lib_dir = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let gone = folder.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let mut lib = open(lib_dir.path());
+    let (w, _) = watched(&mut lib, &gone, &[]);
+    drop(lib);
+    // The folder goes: following it fails, and that is recorded.
+    std::fs::remove_dir(&gone).unwrap();
+
+    let dir = lib_dir.path().to_path_buf();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let (opened_tx, opened) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel::<()>();
+    let watcher = std::thread::spawn(move || {
+        let mut lib = open(&dir);
+        opened_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        watch::run(&mut lib, &flag, &std::sync::Mutex::new(()), &mut |_| {})
+    });
+    opened.recv().unwrap();
+    let db = rusqlite::Connection::open(lib_dir.path().join(carrel::DATABASE_FILE)).unwrap();
+    db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    go.send(()).unwrap();
+    // Longer than the busy timeout: the watcher's first record fails.
+    std::thread::sleep(Duration::from_secs(12));
+    db.execute_batch("ROLLBACK").unwrap();
+
+    let lib = open(lib_dir.path());
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut recorded = None;
+    while Instant::now() < deadline && !watcher.is_finished() {
+        recorded = last_error(&lib, w.id).filter(|e| e.contains("cannot watch"));
+        if recorded.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop.store(true, Ordering::SeqCst);
+    let ran = watcher.join().unwrap();
+    assert!(ran.is_ok(), "watch run exited: {ran:?}");
+    assert!(
+        recorded.is_some(),
+        "the failure to follow the folder was never recorded"
+    );
+}
