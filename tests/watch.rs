@@ -568,7 +568,7 @@ fn a_subfolder_that_cannot_be_listed_removes_nothing() {
     };
     set_mode(&f.join("private"), 0o755);
     assert_eq!(r.removed, 0, "{r:?}");
-    let error = r.error.unwrap_or_default();
+    let error = r.error.expect("the sync says why it removed nothing");
     assert!(
         error.contains("could not be listed") && error.contains("private"),
         "{error}"
@@ -591,7 +591,7 @@ fn a_subfolder_that_cannot_be_listed_removes_nothing() {
     };
     set_mode(f, 0o755);
     assert_eq!(r.removed, 0, "{r:?}");
-    let error = r.error.unwrap_or_default();
+    let error = r.error.expect("the sync says why it removed nothing");
     assert!(
         error.contains("cannot be read") && error.contains("1 document kept"),
         "{error}"
@@ -732,6 +732,26 @@ fn a_file_added_by_hand_while_a_watch_syncs_it_is_unchanged_for_the_watch() {
     }
 }
 
+/// What a thread logs (through `tracing`), for a test to wait on.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
 /// `watch run` exited when recording a sync met a database another process
 /// held past the busy timeout (10 s). It must log, try again, and go on.
 #[test]
@@ -749,37 +769,48 @@ fn watch_run_survives_a_busy_database_when_recording_a_sync() {
     let dir = lib_dir.path().to_path_buf();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
+    let log = Captured::default();
+    let writer = log.clone();
     let (opened_tx, opened) = std::sync::mpsc::channel();
     let (go, go_rx) = std::sync::mpsc::channel::<()>();
     let watcher = std::thread::spawn(move || {
+        let logger = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _logging = tracing::subscriber::set_default(logger);
         let mut lib = open(&dir);
         opened_tx.send(()).unwrap();
         go_rx.recv().unwrap();
         watch::run(&mut lib, &flag, &std::sync::Mutex::new(()), &mut |_| {})
     });
     opened.recv().unwrap();
+    // Another process holds the write lock until the watcher has given up
+    // on recording (its busy timeout), or has stopped.
     let db = rusqlite::Connection::open(lib_dir.path().join(carrel::DATABASE_FILE)).unwrap();
     db.execute_batch("BEGIN IMMEDIATE").unwrap();
     go.send(()).unwrap();
-    // Longer than the busy timeout: the watcher's first record fails.
-    std::thread::sleep(Duration::from_secs(12));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !log.text().contains("could not record")
+        && !watcher.is_finished()
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     db.execute_batch("ROLLBACK").unwrap();
 
     let lib = open(lib_dir.path());
-    let deadline = Instant::now() + Duration::from_secs(40);
     let mut recorded = None;
-    while Instant::now() < deadline && !watcher.is_finished() {
+    while recorded.is_none() && !watcher.is_finished() && Instant::now() < deadline {
         recorded = last_error(&lib, w.id).filter(|e| e.contains("cannot watch"));
-        if recorded.is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(100));
     }
     stop.store(true, Ordering::SeqCst);
     let ran = watcher.join().unwrap();
     assert!(ran.is_ok(), "watch run exited: {ran:?}");
+    assert!(log.text().contains("database is locked"), "{}", log.text());
     assert!(
         recorded.is_some(),
-        "the failure to follow the folder was never recorded"
+        "the failure to follow the folder was never recorded once the database was free"
     );
 }
