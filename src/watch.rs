@@ -361,11 +361,11 @@ pub fn run(
                             dirty.insert(w.id);
                         }
                         Err(e) => {
-                            // Not followed: the next reload tries again.
+                            // Not followed: the next reload tries again
+                            // (and records it again; only a failure is logged).
                             let error = format!("cannot watch: {e}");
-                            tracing::warn!(target = %w.target, "{error}");
                             if let Err(e) = lib.store().record_sync(w.id, Some(&error)) {
-                                tracing::warn!("could not record that: {e}");
+                                tracing::warn!(target = %w.target, "could not record \"{error}\": {e}");
                             }
                         }
                     }
