@@ -116,6 +116,18 @@ pub enum Error {
 }
 
 impl Error {
+    /// The database was busy or locked past the busy timeout (another
+    /// process held the write lock): worth trying again, unlike most errors.
+    pub fn is_busy(&self) -> bool {
+        let (Error::Sql(err) | Error::Database { err, .. }) = self else {
+            return false;
+        };
+        matches!(
+            err.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    }
+
     /// Wraps an I/O error with the path it happened on.
     pub fn io(path: impl Into<PathBuf>, err: std::io::Error) -> Self {
         Error::Io {

@@ -381,28 +381,41 @@ impl Library {
         self.add_sources(&sources, failed, progress)
     }
 
-    /// The pipeline over already expanded sources (files may vanish between
-    /// listing and reading; they are then listed as broken).
-    /// [`Library::add_sources`] with private-address URLs allowed or not for
-    /// this call only (a watch carries its own permission).
-    pub fn add_sources_with(
+    /// [`Library::add_sources`] for a watch's sync: private-address URLs
+    /// are allowed or not as the watch says, for this call only, and the
+    /// documents it creates are the watch's (see [`watch`]). A source that
+    /// is already in the library keeps the owner it has.
+    pub fn add_for_watch(
         &mut self,
+        w: &store::Watch,
         sources: &[ingest::Source],
         failed: Vec<ingest::Failure>,
-        allow_private: bool,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<AddReport> {
         let saved = self.config.limits.allow_private_urls;
-        self.config.limits.allow_private_urls = allow_private;
-        let r = self.add_sources(sources, failed, progress);
+        self.config.limits.allow_private_urls = w.allow_private;
+        let r = self.run_pipeline(sources, failed, Some(w.id), progress);
         self.config.limits.allow_private_urls = saved;
         r
     }
 
+    /// The pipeline over already expanded sources (files may vanish between
+    /// listing and reading; they are then listed as broken). What it adds is
+    /// added by hand: no watch's sync removes it.
     pub fn add_sources(
         &mut self,
         sources: &[ingest::Source],
         failed: Vec<ingest::Failure>,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<AddReport> {
+        self.run_pipeline(sources, failed, None, progress)
+    }
+
+    fn run_pipeline(
+        &mut self,
+        sources: &[ingest::Source],
+        failed: Vec<ingest::Failure>,
+        watch: Option<i64>,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<AddReport> {
         let fingerprints = Fingerprints::of(&self.config.models)?;
@@ -421,6 +434,7 @@ impl Library {
             embedder,
             fingerprints: &fingerprints,
             limits,
+            watch,
         };
         pipeline.run(sources, &mut report, progress)?;
         Ok(report)

@@ -3,15 +3,29 @@
 //! skips unchanged files by size and mtime, then by content hash), a file
 //! whose content reappears under another name keeps its document id without
 //! being embedded again, and documents whose files are gone are removed
-//! (their content is collected once nothing points at it). A folder that is
-//! itself missing removes nothing: an unmounted drive must not empty the
-//! library.
+//! (their content is collected once nothing points at it).
+//!
+//! Each document remembers the watch that added it (none: added by hand). A
+//! watch that meets a file already in the library leaves its owner as it
+//! is, and a removed watch leaves its documents to no one. A sync removes a
+//! document only when all of these hold:
+//!
+//! - this watch added it;
+//! - its file answers "not found" (a file that is still there but no longer
+//!   taken by the filters stays, and so does one that cannot be checked);
+//! - the folder is there, readable and not empty (an unmounted drive's mount
+//!   point is empty), before and after the scan;
+//! - every subfolder could be listed.
+//!
+//! When the folder cannot be trusted, the sync removes nothing and the watch's
+//! `last_error` says why and how many documents were kept.
 //!
 //! [`run`] keeps every watch in sync until told to stop: file events (via
 //! notify-debouncer-full) trigger a folder's sync, and each watch is synced
 //! again after its interval (URLs are re-fetched then).
 
 use std::collections::{HashMap, HashSet};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -153,12 +167,8 @@ pub fn sync(
     match w.kind {
         WatchKind::Folder => sync_folder(lib, w, &mut report, progress)?,
         WatchKind::Url => {
-            let add = lib.add_sources_with(
-                &[Source::Url(w.target.clone())],
-                Vec::new(),
-                w.allow_private,
-                progress,
-            )?;
+            let add =
+                lib.add_for_watch(w, &[Source::Url(w.target.clone())], Vec::new(), progress)?;
             report.added = add.added;
             report.unchanged = add.unchanged;
             report.failed = add.failed;
@@ -170,50 +180,110 @@ pub fn sync(
     Ok(report)
 }
 
+/// "3 documents", "1 document".
+fn documents(n: usize) -> String {
+    format!("{n} document{}", if n == 1 { "" } else { "s" })
+}
+
+/// Why a watched folder cannot say which files are gone, if it cannot:
+/// missing, unreadable, or empty while its watch still owns documents (the
+/// mount point of a drive that is not mounted). `owned` is how many
+/// documents the watch holds, all of which are kept.
+fn untrusted_root(folder: &Path, owned: usize) -> Option<String> {
+    let kept = documents(owned);
+    match std::fs::read_dir(folder) {
+        Err(e) if e.kind() == ErrorKind::NotFound || !folder.is_dir() => Some(format!(
+            "source missing: the folder is not there ({kept} kept)"
+        )),
+        Err(e) => Some(format!("the folder cannot be read ({e}): {kept} kept")),
+        Ok(mut entries) => match entries.next() {
+            Some(Ok(_)) => None,
+            Some(Err(e)) => Some(format!("the folder cannot be read ({e}): {kept} kept")),
+            None if owned > 0 => Some(format!(
+                "the folder is empty: {kept} kept; is the drive mounted?"
+            )),
+            None => None,
+        },
+    }
+}
+
 fn sync_folder(
     lib: &mut Library,
     w: &Watch,
     report: &mut SyncReport,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<()> {
-    if !Path::new(&w.target).is_dir() {
-        report.error =
-            Some("source missing: the folder is not there (its documents are kept)".into());
+    let folder = Path::new(&w.target);
+    let owned = lib.store().documents_of_watch(w.id)?;
+    if let Some(why) = untrusted_root(folder, owned.len()) {
+        report.error = Some(why);
         return Ok(());
     }
-    let (files, failed) = folder_files(w)?;
-    let before = lib.store().documents_under(&w.target)?;
+    let (files, unlisted) = folder_files(w)?;
+    let unlisted_error = unlisted.first().map(|f| {
+        let more = match unlisted.len() - 1 {
+            0 => String::new(),
+            n => format!(" (and {n} more)"),
+        };
+        format!(
+            "{}{more}; nothing is removed until every subfolder can be listed",
+            f.reason
+        )
+    });
     let sources: Vec<Source> = files.iter().cloned().map(Source::File).collect();
-    let add = lib.add_sources_with(&sources, failed, w.allow_private, progress)?;
+    let add = lib.add_for_watch(w, &sources, unlisted, progress)?;
     report.added = add.added;
     report.unchanged = add.unchanged;
     report.failed = add.failed;
 
     let present: HashSet<String> = files.iter().map(|p| p.display().to_string()).collect();
-    let before_ids: HashSet<i64> = before.iter().map(|(id, _, _)| *id).collect();
-    // Rows this sync created, by content: where a vanished file's content went.
+    let owned_before: HashSet<i64> = owned.iter().map(|(id, _, _)| *id).collect();
+    // Rows this sync created (a new row is its watch's), by content: where a
+    // vanished file's content went.
     let mut fresh: HashMap<i64, Vec<i64>> = HashMap::new();
-    for (id, _, content) in lib.store().documents_under(&w.target)? {
-        if let (false, Some(c)) = (before_ids.contains(&id), content) {
+    for (id, _, content) in lib.store().documents_of_watch(w.id)? {
+        if let (false, Some(c)) = (owned_before.contains(&id), content) {
             fresh.entry(c).or_default().push(id);
         }
     }
-    for (id, source, content) in before {
+    let mut gone = Vec::new();
+    for (id, source, content) in owned {
         if present.contains(&source) {
             continue;
         }
-        let moved_to = content.and_then(|c| fresh.get_mut(&c).and_then(|v| v.pop()));
-        match moved_to {
+        match std::fs::metadata(&source) {
+            Err(e) if e.kind() == ErrorKind::NotFound => gone.push((id, content)),
+            // The file is there but the filters no longer take it (or it is
+            // hidden now): the document stays, and goes if the file does.
+            Ok(_) => {}
+            Err(e) => report.failed.push(Failure {
+                source,
+                reason: format!("could not be checked ({e}); its document is kept"),
+            }),
+        }
+    }
+    // A rename keeps the document whatever else went wrong: nothing is lost.
+    let mut removable = Vec::new();
+    for (id, content) in gone {
+        match content.and_then(|c| fresh.get_mut(&c).and_then(|v| v.pop())) {
             Some(new_row) => {
                 lib.move_document(id, new_row)?;
                 report.renamed += 1;
                 report.added = report.added.saturating_sub(1);
             }
-            None => {
-                lib.remove(id)?;
-                report.removed += 1;
-            }
+            None => removable.push(id),
         }
+    }
+    // The folder is looked at again: a drive unmounted during the scan
+    // makes every file answer "not found".
+    let owned_now = lib.store().documents_of_watch(w.id)?.len();
+    report.error = unlisted_error.or_else(|| untrusted_root(folder, owned_now));
+    if report.error.is_some() {
+        return Ok(());
+    }
+    for id in removable {
+        lib.remove(id)?;
+        report.removed += 1;
     }
     Ok(())
 }
@@ -269,6 +339,8 @@ pub fn run(
         .map_err(|e| Error::Watch(e.to_string()))?;
     let mut watched: HashSet<String> = HashSet::new();
     let mut dirty: HashSet<i64> = HashSet::new();
+    // Syncs that failed on a busy database: tried again at the next reload.
+    let mut retry: HashSet<i64> = HashSet::new();
     let mut watches: Vec<Watch> = Vec::new();
     let mut reloaded = Instant::now() - Duration::from_secs(60);
     let mut first = true;
@@ -301,8 +373,12 @@ pub fn run(
                             dirty.insert(w.id);
                         }
                         Err(e) => {
-                            lib.store()
-                                .record_sync(w.id, Some(&format!("cannot watch: {e}")))?;
+                            // Not followed: the next reload tries again
+                            // (and records it again; only a failure is logged).
+                            let error = format!("cannot watch: {e}");
+                            if let Err(e) = lib.store().record_sync(w.id, Some(&error)) {
+                                tracing::warn!(target = %w.target, "could not record \"{error}\": {e}");
+                            }
                         }
                     }
                 }
@@ -314,6 +390,7 @@ pub fn run(
                     dirty.insert(w.id);
                 }
             }
+            dirty.extend(retry.drain());
             first = false;
             reloaded = Instant::now();
         }
@@ -326,8 +403,12 @@ pub fn run(
                 sync(lib, w, &mut |_| {})
             };
             // A failed sync is that watch's error, shown on it, and the next
-            // event or interval tries again: watching goes on.
+            // event or interval tries again (the next reload, when another
+            // process held the database): watching goes on.
             let r = result.unwrap_or_else(|e| {
+                if e.is_busy() {
+                    retry.insert(w.id);
+                }
                 let error = format!("sync failed: {e}");
                 tracing::warn!(target = %w.target, "{error}");
                 if let Err(e) = lib.store().record_sync(w.id, Some(&error)) {

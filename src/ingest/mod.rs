@@ -210,6 +210,9 @@ pub struct Pipeline<'a> {
     pub embedder: &'a mut dyn Embedder,
     pub fingerprints: &'a Fingerprints,
     pub limits: Limits,
+    /// The watch whose sync this is (`None`: added by hand); it owns the
+    /// rows this run creates, and no row that was already there.
+    pub watch: Option<i64>,
 }
 
 impl Pipeline<'_> {
@@ -434,15 +437,14 @@ impl Pipeline<'_> {
                     let content_id = self.store.content_by_hash(&hash)?.ok_or_else(|| {
                         crate::Error::Corrupt(format!("content {hash} vanished mid-batch"))
                     })?;
-                    let before = self.store.stamp(&meta.source)?.and_then(|s| s.content_id);
-                    let id = self.write(
+                    let (id, unchanged) = self.write(
                         &meta,
                         DocumentState::Indexed { content_id },
                         None,
                         &[],
                         None,
                     )?;
-                    if before == Some(content_id) {
+                    if unchanged {
                         report.unchanged += 1;
                     } else {
                         report.added += 1;
@@ -457,13 +459,19 @@ impl Pipeline<'_> {
                     let n = content.chunks.len();
                     let chunk_vecs: Vec<Vec<f32>> = vectors.by_ref().take(n).collect();
                     let card_vec = vectors.next();
-                    let id = self.write(
+                    let (id, unchanged) = self.write(
                         &meta,
                         DocumentState::Indexed { content_id: 0 },
                         Some(&content),
                         &chunk_vecs,
                         card_vec.as_deref(),
                     )?;
+                    if unchanged {
+                        // Another writer (the watcher, a second `carrel add`)
+                        // stored this very file since it was read.
+                        report.unchanged += 1;
+                        continue;
+                    }
                     report.added += 1;
                     report.documents.push(AddedDocument {
                         id,
@@ -477,7 +485,12 @@ impl Pipeline<'_> {
     }
 
     /// One document, one transaction: its new content (if any), its row, and
-    /// the garbage collection of the content it no longer points at.
+    /// the garbage collection of the content it no longer points at. Returns
+    /// the row's id and whether it already pointed at this content.
+    ///
+    /// The transaction takes the write lock first (IMMEDIATE), so what it
+    /// reads is what it writes over: a body another process stored since
+    /// this one was prepared is pointed at, not inserted a second time.
     fn write(
         &mut self,
         meta: &Meta,
@@ -485,20 +498,26 @@ impl Pipeline<'_> {
         content: Option<&NewContent>,
         chunk_vecs: &[Vec<f32>],
         card_vec: Option<&[f32]>,
-    ) -> Result<i64> {
+    ) -> Result<(i64, bool)> {
         let fp = self.fingerprints;
-        let tx = self.store.conn.transaction()?;
+        let tx = self
+            .store
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let state = match (content, state) {
-            (Some(c), _) => {
-                let content_id =
-                    Store::insert_content(&tx, &c.hash, &c.extracted, c.truncated_at_chunk)?;
-                Store::write_chunks(&tx, content_id, &c.chunks, chunk_vecs, &fp.chunk)?;
-                let card_vec = card_vec.ok_or_else(|| {
-                    crate::Error::Embedding("no vector came back for the card".into())
-                })?;
-                Store::write_card(&tx, content_id, &c.card, card_vec, &fp.card)?;
-                DocumentState::Indexed { content_id }
-            }
+            (Some(c), _) => match Store::content_id_in(&tx, &c.hash)? {
+                Some(content_id) => DocumentState::Indexed { content_id },
+                None => {
+                    let content_id =
+                        Store::insert_content(&tx, &c.hash, &c.extracted, c.truncated_at_chunk)?;
+                    Store::write_chunks(&tx, content_id, &c.chunks, chunk_vecs, &fp.chunk)?;
+                    let card_vec = card_vec.ok_or_else(|| {
+                        crate::Error::Embedding("no vector came back for the card".into())
+                    })?;
+                    Store::write_card(&tx, content_id, &c.card, card_vec, &fp.card)?;
+                    DocumentState::Indexed { content_id }
+                }
+            },
             (None, s) => s,
         };
         let doc = NewDocument {
@@ -509,15 +528,20 @@ impl Pipeline<'_> {
             mtime_ns: meta.mtime_ns,
             validators: &meta.validators,
             state,
+            watch: self.watch,
         };
-        let (id, dropped) = Store::upsert_document(&tx, &doc)?;
-        if let Some(old) = dropped {
+        let content_id = match doc.state {
+            DocumentState::Indexed { content_id } => Some(content_id),
+            DocumentState::Broken(_) => None,
+        };
+        let row = Store::upsert_document(&tx, &doc)?;
+        if let Some(old) = row.dropped {
             Store::collect_garbage(&tx, old)?;
         }
         fail::fail_point!("ingest::before_commit", |_| crate::fault::die());
         tx.commit()?;
         fail::fail_point!("ingest::after_commit", |_| crate::fault::die());
-        Ok(id)
+        Ok((row.id, content_id.is_some() && row.before == content_id))
     }
 }
 

@@ -54,12 +54,7 @@ fn json_column<T: serde::de::DeserializeOwned>(
 
 impl Store {
     pub fn content_by_hash(&self, hash: &str) -> Result<Option<i64>> {
-        Ok(self
-            .conn
-            .query_row("SELECT id FROM contents WHERE hash = ?1", [hash], |r| {
-                r.get(0)
-            })
-            .optional()?)
+        Store::content_id_in(&self.conn, hash)
     }
 
     pub fn content_hash(&self, content_id: i64) -> Result<String> {
@@ -224,6 +219,16 @@ impl Store {
             });
         }
         Ok(out)
+    }
+
+    /// [`Store::content_by_hash`] on a given connection, or inside a write
+    /// transaction (which derefs to one).
+    pub(crate) fn content_id_in(conn: &rusqlite::Connection, hash: &str) -> Result<Option<i64>> {
+        Ok(conn
+            .query_row("SELECT id FROM contents WHERE hash = ?1", [hash], |r| {
+                r.get(0)
+            })
+            .optional()?)
     }
 
     pub(crate) fn insert_content(

@@ -22,6 +22,19 @@ pub struct NewDocument<'a> {
     pub mtime_ns: Option<i64>,
     pub validators: &'a Validators,
     pub state: DocumentState<'a>,
+    /// The watch whose sync adds this source (`None`: added by hand). Only
+    /// a new row takes it: a row already there keeps its owner, so a watch
+    /// never adopts a hand-added document or another watch's.
+    pub watch: Option<i64>,
+}
+
+/// What writing a document's row found and did.
+pub(crate) struct Upserted {
+    pub id: i64,
+    /// The content the row pointed at before (`None`: no row, or broken).
+    pub before: Option<i64>,
+    /// The content the row no longer points at, to collect.
+    pub dropped: Option<i64>,
 }
 
 /// What an HTTP server said identifies the version it sent, so the next
@@ -217,12 +230,9 @@ impl Store {
         Ok(())
     }
 
-    /// Inserts or updates the row for `doc.source`; returns its id and the
-    /// content it pointed at before, if that changed.
-    pub(crate) fn upsert_document(
-        tx: &Transaction<'_>,
-        doc: &NewDocument<'_>,
-    ) -> Result<(i64, Option<i64>)> {
+    /// Inserts or updates the row for `doc.source`; says what it pointed at
+    /// before. An update leaves the row's owner as it was.
+    pub(crate) fn upsert_document(tx: &Transaction<'_>, doc: &NewDocument<'_>) -> Result<Upserted> {
         let previous: Option<Option<i64>> = tx
             .query_row(
                 "SELECT content_id FROM documents WHERE source = ?1",
@@ -236,19 +246,23 @@ impl Store {
         };
         let t = now();
         let id = tx.query_row(
-            "INSERT INTO documents (source, kind, title, bytes, mtime_ns, content_id, state, broken_code, broken_reason, added_at, synced_at, etag, last_modified)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)
+            "INSERT INTO documents (source, kind, title, bytes, mtime_ns, content_id, state, broken_code, broken_reason, added_at, synced_at, etag, last_modified, watch_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13)
              ON CONFLICT(source) DO UPDATE SET kind = excluded.kind, title = excluded.title, bytes = excluded.bytes,
                 mtime_ns = excluded.mtime_ns, content_id = excluded.content_id, state = excluded.state,
                 broken_code = excluded.broken_code, broken_reason = excluded.broken_reason, synced_at = excluded.synced_at,
                 etag = excluded.etag, last_modified = excluded.last_modified
              RETURNING id",
             params![doc.source, doc.kind, doc.title, doc.bytes as i64, doc.mtime_ns, content_id, state, code, reason, t,
-                doc.validators.etag, doc.validators.last_modified],
+                doc.validators.etag, doc.validators.last_modified, doc.watch],
             |r| r.get(0),
         )?;
-        let dropped = previous.flatten().filter(|old| Some(*old) != content_id);
-        Ok((id, dropped))
+        let before = previous.flatten();
+        Ok(Upserted {
+            id,
+            before,
+            dropped: before.filter(|old| Some(*old) != content_id),
+        })
     }
 
     /// Records that a source was seen unchanged.

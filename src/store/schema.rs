@@ -114,6 +114,26 @@ const MIGRATIONS: &[&str] = &[
         CHECK ((answer IS NULL) <> (error IS NULL))
     );
     "#,
+    // 6: which watch added each document; NULL is "added by hand". A sync
+    //    removes only what its own watch added, so a hand-added file or one
+    //    another (overlapping) watch added is never deleted by a filter.
+    //    Libraries from before v6 never recorded this: a document is given to
+    //    the innermost folder watch that covers it and existed when it was
+    //    first added (a document added before any watch on its folder was
+    //    added by hand), and a URL watch owns its own URL.
+    r#"
+    ALTER TABLE documents ADD COLUMN watch_id INTEGER REFERENCES watches(id) ON DELETE SET NULL;
+    CREATE INDEX documents_watch ON documents(watch_id);
+    UPDATE documents SET watch_id = (
+        SELECT w.id FROM watches w
+        WHERE w.created_at <= documents.added_at
+          AND ((w.kind = 'url' AND documents.source = w.target)
+            OR (w.kind = 'folder'
+                AND substr(documents.source, 1, length(rtrim(w.target, '/')) + 1) = rtrim(w.target, '/') || '/'))
+        ORDER BY length(w.target) DESC, w.id
+        LIMIT 1
+    );
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -190,6 +210,56 @@ mod tests {
             .query_row("SELECT count(*) FROM retrieval_log", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 0);
+    }
+
+    /// A v5 library never recorded which watch added what: the upgrade
+    /// gives a document to the innermost watch that covered it when it was
+    /// first added, and leaves one added before any watch unowned.
+    #[test]
+    fn a_version_5_library_gives_each_document_to_the_watch_that_added_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.sqlite3");
+        {
+            crate::store::register_sqlite_vec();
+            let c = Connection::open(&p).unwrap();
+            for sql in &MIGRATIONS[..5] {
+                c.execute_batch(sql).unwrap();
+            }
+            c.execute_batch(
+                "INSERT INTO watches (id, target, kind, interval_s, include, exclude, allow_private, created_at)
+                 VALUES (1, '/d', 'folder', 3600, '[]', '[\"*.md\"]', 0, 100),
+                        (2, '/d/sub/', 'folder', 3600, '[]', '[]', 0, 200),
+                        (3, 'https://example.org/rota', 'url', 3600, '[]', '[]', 0, 100);
+                 INSERT INTO documents (source, title, bytes, state, broken_code, broken_reason, added_at, synced_at) VALUES
+                    ('/d/notes.md', 'hand, before the watch', 0, 'broken', 'empty', 'empty file', 50, 300),
+                    ('/d/a.txt', 'outer watch', 0, 'broken', 'empty', 'empty file', 100, 300),
+                    ('/d/sub/b.txt', 'outer watch, before the inner one', 0, 'broken', 'empty', 'empty file', 150, 300),
+                    ('/d/sub/c.txt', 'inner watch', 0, 'broken', 'empty', 'empty file', 250, 300),
+                    ('/dd/e.txt', 'beside /d, not in it', 0, 'broken', 'empty', 'empty file', 250, 300),
+                    ('https://example.org/rota', 'the URL watch', 0, 'broken', 'empty', 'empty file', 100, 300);
+                 PRAGMA user_version = 5;",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&p).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let owners: Vec<(String, Option<i64>)> = store
+            .list(None, None)
+            .unwrap()
+            .into_iter()
+            .map(|d| (d.source, store.document_watch(d.id).unwrap()))
+            .collect();
+        let want = [
+            ("/d/notes.md", None),
+            ("/d/a.txt", Some(1)),
+            ("/d/sub/b.txt", Some(1)),
+            ("/d/sub/c.txt", Some(2)),
+            ("/dd/e.txt", None),
+            ("https://example.org/rota", Some(3)),
+        ];
+        let want: Vec<(String, Option<i64>)> =
+            want.iter().map(|(s, w)| (s.to_string(), *w)).collect();
+        assert_eq!(owners, want);
     }
 
     #[test]

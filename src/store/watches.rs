@@ -122,15 +122,19 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// Removes a watch; its documents stay in the library.
-    pub fn remove_watch(&self, id: i64) -> Result<()> {
-        if self
-            .conn
-            .execute("DELETE FROM watches WHERE id = ?1", [id])?
-            == 0
-        {
+    /// Removes a watch; its documents stay in the library, owned by no
+    /// watch from now on (as if added by hand), so no other watch's sync
+    /// removes them.
+    pub fn remove_watch(&mut self, id: i64) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE documents SET watch_id = NULL WHERE watch_id = ?1",
+            [id],
+        )?;
+        if tx.execute("DELETE FROM watches WHERE id = ?1", [id])? == 0 {
             return Err(Error::UnknownWatch(id));
         }
+        tx.commit()?;
         Ok(())
     }
 
@@ -143,14 +147,25 @@ impl Store {
         Ok(())
     }
 
-    /// Documents whose source lies inside `folder` (an absolute path).
-    pub fn documents_under(&self, folder: &str) -> Result<Vec<(i64, String, Option<i64>)>> {
-        let prefix = format!("{}/", folder.trim_end_matches('/'));
+    /// Documents that watch `id` added and still owns: the only ones its
+    /// sync may remove.
+    pub fn documents_of_watch(&self, id: i64) -> Result<Vec<(i64, String, Option<i64>)>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, source, content_id FROM documents WHERE substr(source, 1, length(?1)) = ?1 ORDER BY id",
+            "SELECT id, source, content_id FROM documents WHERE watch_id = ?1 ORDER BY id",
         )?;
-        let rows = stmt.query_map([&prefix], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        let rows = stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The watch that added document `id`, or `None` when it was added by
+    /// hand (or its watch was removed).
+    pub fn document_watch(&self, id: i64) -> Result<Option<i64>> {
+        self.conn
+            .query_row("SELECT watch_id FROM documents WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .ok_or(Error::UnknownDocument(id))
     }
 
     /// A file was renamed or moved: the document `keep` takes the source of
@@ -170,5 +185,43 @@ impl Store {
         )?;
         tx.commit()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_removed_watch_leaves_its_documents_to_no_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        let (id, _) = store
+            .add_watch(&NewWatch {
+                target: "/d".into(),
+                kind: WatchKind::Folder,
+                interval_s: 3600,
+                include: vec![],
+                exclude: vec![],
+                allow_private: false,
+            })
+            .unwrap();
+        store
+            .conn
+            .execute(
+                "INSERT INTO documents (source, title, bytes, state, broken_code, broken_reason, added_at, synced_at, watch_id)
+                 VALUES ('/d/a.txt', 'a', 0, 'broken', 'empty', 'empty file', 1, 1, ?1)",
+                [id],
+            )
+            .unwrap();
+        assert_eq!(store.documents_of_watch(id).unwrap().len(), 1);
+        store.remove_watch(id).unwrap();
+        let docs = store.list(None, None).unwrap();
+        assert_eq!(docs.len(), 1, "the document stays");
+        assert_eq!(store.document_watch(docs[0].id).unwrap(), None);
+        assert!(matches!(
+            store.remove_watch(id),
+            Err(Error::UnknownWatch(_))
+        ));
     }
 }
