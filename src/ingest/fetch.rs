@@ -4,7 +4,7 @@
 //! Every refusal is a listed [`BrokenReason`], never a silent skip.
 
 use std::io::Read;
-use std::net::{IpAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::extract::{BrokenReason, Kind};
@@ -36,28 +36,167 @@ pub enum Fetch {
     Fetched(Fetched),
 }
 
-/// True for addresses that are not the public internet: loopback, private
-/// ranges, link-local, unspecified, unique-local and multicast.
-fn is_private(ip: IpAddr) -> bool {
+/// IPv4 ranges of the IANA special-purpose registry that are not the public
+/// internet, as (network, prefix length, what it is).
+const SPECIAL_V4: &[(Ipv4Addr, u8, &str)] = &[
+    (Ipv4Addr::new(0, 0, 0, 0), 8, "0.0.0.0/8, \"this network\""),
+    (Ipv4Addr::new(10, 0, 0, 0), 8, "10.0.0.0/8, private"),
+    (
+        Ipv4Addr::new(100, 64, 0, 0),
+        10,
+        "100.64.0.0/10, carrier-grade NAT",
+    ),
+    (Ipv4Addr::new(127, 0, 0, 0), 8, "127.0.0.0/8, loopback"),
+    (
+        Ipv4Addr::new(169, 254, 0, 0),
+        16,
+        "169.254.0.0/16, link-local",
+    ),
+    (Ipv4Addr::new(172, 16, 0, 0), 12, "172.16.0.0/12, private"),
+    (
+        Ipv4Addr::new(192, 0, 0, 0),
+        24,
+        "192.0.0.0/24, IETF protocol assignments",
+    ),
+    (
+        Ipv4Addr::new(192, 0, 2, 0),
+        24,
+        "192.0.2.0/24, documentation",
+    ),
+    (
+        Ipv4Addr::new(192, 88, 99, 0),
+        24,
+        "192.88.99.0/24, 6to4 relay anycast",
+    ),
+    (Ipv4Addr::new(192, 168, 0, 0), 16, "192.168.0.0/16, private"),
+    (
+        Ipv4Addr::new(198, 18, 0, 0),
+        15,
+        "198.18.0.0/15, benchmarking",
+    ),
+    (
+        Ipv4Addr::new(198, 51, 100, 0),
+        24,
+        "198.51.100.0/24, documentation",
+    ),
+    (
+        Ipv4Addr::new(203, 0, 113, 0),
+        24,
+        "203.0.113.0/24, documentation",
+    ),
+    (Ipv4Addr::new(224, 0, 0, 0), 4, "224.0.0.0/4, multicast"),
+    (
+        Ipv4Addr::new(255, 255, 255, 255),
+        32,
+        "255.255.255.255, broadcast",
+    ),
+    (Ipv4Addr::new(240, 0, 0, 0), 4, "240.0.0.0/4, reserved"),
+];
+
+/// IPv6 ranges of the IANA special-purpose registry that are not the public
+/// internet. IPv4-mapped addresses (`::ffff:0:0/96`) are not listed: they are
+/// judged by the IPv4 address they carry.
+const SPECIAL_V6: &[(Ipv6Addr, u8, &str)] = &[
+    (Ipv6Addr::UNSPECIFIED, 128, "::, unspecified"),
+    (Ipv6Addr::LOCALHOST, 128, "::1, loopback"),
+    (Ipv6Addr::UNSPECIFIED, 96, "::/96, IPv4-compatible"),
+    (
+        Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0),
+        96,
+        "64:ff9b::/96, NAT64",
+    ),
+    (
+        Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, 0, 0),
+        48,
+        "64:ff9b:1::/48, local NAT64",
+    ),
+    (
+        Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0),
+        64,
+        "100::/64, discard-only",
+    ),
+    (
+        Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0),
+        32,
+        "2001::/32, Teredo",
+    ),
+    (
+        Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0),
+        23,
+        "2001::/23, IETF protocol assignments",
+    ),
+    (
+        Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0),
+        32,
+        "2001:db8::/32, documentation",
+    ),
+    (
+        Ipv6Addr::new(0x2002, 0, 0, 0, 0, 0, 0, 0),
+        16,
+        "2002::/16, 6to4",
+    ),
+    (
+        Ipv6Addr::new(0x3fff, 0, 0, 0, 0, 0, 0, 0),
+        20,
+        "3fff::/20, documentation",
+    ),
+    (
+        Ipv6Addr::new(0x5f00, 0, 0, 0, 0, 0, 0, 0),
+        16,
+        "5f00::/16, segment routing",
+    ),
+    (
+        Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0),
+        7,
+        "fc00::/7, unique local",
+    ),
+    (
+        Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0),
+        10,
+        "fe80::/10, link-local",
+    ),
+    (
+        Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0),
+        10,
+        "fec0::/10, site-local",
+    ),
+    (
+        Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0),
+        8,
+        "ff00::/8, multicast",
+    ),
+];
+
+/// The one owner of the address rule: the special-purpose range `ip` lies in
+/// (loopback, private, link-local, documentation, transition, multicast …),
+/// or `None` for a public address. Every fetch, redirect hop and resolved
+/// name is judged here.
+fn special_range(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.octets()[0] == 100 && (64..128).contains(&v4.octets()[1]) // carrier-grade NAT
+            let bits = u32::from(v4).into();
+            SPECIAL_V4
+                .iter()
+                .find(|(net, len, _)| in_prefix(bits, u32::from(*net).into(), *len, 32))
+                .map(|(_, _, what)| *what)
         }
         IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00 // unique local
-                || (v6.segments()[0] & 0xffc0) == 0xfe80 // link-local
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_private(IpAddr::V4(v4)))
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return special_range(IpAddr::V4(v4));
+            }
+            let bits = u128::from(v6);
+            SPECIAL_V6
+                .iter()
+                .find(|(net, len, _)| in_prefix(bits, u128::from(*net), *len, 128))
+                .map(|(_, _, what)| *what)
         }
     }
+}
+
+/// Whether `a` and `net` share their first `len` of `width` bits.
+fn in_prefix(a: u128, net: u128, len: u8, width: u32) -> bool {
+    let shift = width - u32::from(len);
+    a.checked_shr(shift).unwrap_or(0) == net.checked_shr(shift).unwrap_or(0)
 }
 
 /// Refuses a URL whose host resolves to a private address (when not allowed).
@@ -74,9 +213,9 @@ fn check_host(url: &url::Url, allow_private: bool) -> Result<(), BrokenReason> {
         .to_socket_addrs()
         .map_err(|e| BrokenReason::Unreachable(format!("{host} did not resolve: {e}")))?;
     for addr in addrs {
-        if is_private(addr.ip()) {
+        if let Some(range) = special_range(addr.ip()) {
             return Err(BrokenReason::PrivateAddress(format!(
-                "{host} is {}",
+                "{host} is {} ({range})",
                 addr.ip()
             )));
         }
@@ -185,26 +324,83 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 mod tests {
     use super::*;
 
+    /// One sample per special-purpose range, with the range it must be
+    /// refused as.
+    const SPECIAL_SAMPLES: &[&str] = &[
+        "0.1.2.3",
+        "10.1.2.3",
+        "100.64.0.1",
+        "127.0.0.1",
+        "169.254.169.254",
+        "172.16.5.4",
+        "192.0.0.8",
+        "192.0.2.1",
+        "192.88.99.1",
+        "192.168.1.1",
+        "198.18.0.1",
+        "198.19.255.254",
+        "198.51.100.7",
+        "203.0.113.9",
+        "224.0.0.251",
+        "239.255.255.250",
+        "240.0.0.1",
+        "255.255.255.255",
+        "::",
+        "::1",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+        "::127.0.0.1",
+        "::8.8.8.8",
+        "64:ff9b::7f00:1",
+        "64:ff9b::808:808",
+        "64:ff9b:1::1",
+        "100::1",
+        "2001::1",
+        "2001:2::1",
+        "2001:1ff::1",
+        "2001:db8::1",
+        "2002:7f00:1::1",
+        "2002:808:808::1",
+        "fc00::1",
+        "fd12:3456::1",
+        "fe80::1",
+        "fec0::1",
+        "ff02::1",
+        "3fff::1",
+        "5f00::1",
+    ];
+
+    /// Public addresses next to the special ranges: parsed, never contacted.
+    const PUBLIC_SAMPLES: &[&str] = &[
+        "8.8.8.8",
+        "1.1.1.1",
+        "93.184.216.34",
+        "100.128.0.1",
+        "172.32.0.1",
+        "198.20.0.1",
+        "223.255.255.255",
+        "2606:4700::1111",
+        "2a00:1450:4001::1",
+        "::ffff:8.8.8.8",
+        "2001:200::1",
+        "2003::1",
+        "2620:fe::fe",
+    ];
+
     #[test]
-    fn private_ranges_are_recognised() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "192.168.0.1",
-            "172.20.0.1",
-            "169.254.1.1",
-            "0.0.0.0",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "::ffff:10.0.0.1",
-            "100.64.0.1",
-        ] {
-            assert!(is_private(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in ["93.184.216.34", "2606:4700::1111", "100.128.0.1"] {
-            assert!(!is_private(ip.parse().unwrap()), "{ip}");
-        }
+    fn every_special_purpose_range_is_refused() {
+        let let_through: Vec<&str> = SPECIAL_SAMPLES
+            .iter()
+            .copied()
+            .filter(|ip| special_range(ip.parse().unwrap()).is_none())
+            .collect();
+        assert!(let_through.is_empty(), "let through: {let_through:?}");
+        let refused: Vec<&str> = PUBLIC_SAMPLES
+            .iter()
+            .copied()
+            .filter(|ip| special_range(ip.parse().unwrap()).is_some())
+            .collect();
+        assert!(refused.is_empty(), "public but refused: {refused:?}");
     }
 
     #[test]
