@@ -20,6 +20,7 @@ pub mod store;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -85,6 +86,9 @@ pub struct LibraryConfig {
     pub limits: Limits,
     /// The cross-encoder's time budget per query.
     pub rerank_budget: std::time::Duration,
+    /// Where URL hosts are looked up: the system's DNS, unless a test
+    /// injects its own answers.
+    pub resolver: Arc<dyn ingest::HostResolver>,
 }
 
 impl LibraryConfig {
@@ -94,6 +98,7 @@ impl LibraryConfig {
             models,
             limits: Limits::default(),
             rerank_budget: lanes::RERANK_BUDGET,
+            resolver: Arc::new(ingest::SystemResolver),
         }
     }
 }
@@ -401,6 +406,7 @@ impl Library {
             embedder,
             fingerprints: &fingerprints,
             limits,
+            resolver: self.config.resolver.clone(),
         };
         pipeline.run(sources, &mut report, progress)?;
         Ok(report)

@@ -1,10 +1,18 @@
 //! One-shot URL fetch for `carrel add URL`, with the guards a local app owes
-//! its user: private, loopback and link-local addresses are refused unless
-//! allowed (also after every redirect), and size, time and redirect caps.
-//! Every refusal is a listed [`BrokenReason`], never a silent skip.
+//! its user: addresses in special-purpose ranges (loopback, private,
+//! link-local, …) are refused unless allowed, on every redirect hop too, and
+//! size, time and redirect caps apply. Every refusal is a listed
+//! [`BrokenReason`], never a silent skip.
+//!
+//! A host name is looked up once, by [`GuardedResolver`], and reqwest connects
+//! only to the addresses that lookup returned and the guard checked: a DNS
+//! answer that changes between a check and the connection (rebinding) has no
+//! second lookup to change. Literal IP hosts skip DNS and are checked directly.
 
-use std::io::Read;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, ToSocketAddrs};
+use std::fmt;
+use std::io::{self, Read};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::extract::{BrokenReason, Kind};
@@ -15,11 +23,37 @@ pub const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Redirects followed before giving up.
 pub const MAX_REDIRECTS: usize = 5;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct FetchPolicy {
     pub allow_private: bool,
     pub max_bytes: u64,
     pub timeout: Duration,
+    /// Where host names are looked up: [`SystemResolver`] outside tests.
+    pub resolver: Arc<dyn HostResolver>,
+}
+
+/// Where fetches look host names up: the seam between the address guard and
+/// DNS. Whatever it answers is checked, then connected to as is.
+pub trait HostResolver: fmt::Debug + Send + Sync + 'static {
+    /// Every address `host` resolves to.
+    fn lookup(&self, host: &str) -> io::Result<Vec<IpAddr>>;
+
+    /// Whether this resolver vouches for `ip` as public although it lies in a
+    /// special-purpose range. Only test resolvers vouch, so that a loopback
+    /// server can stand in for a public host; [`SystemResolver`] never does.
+    fn vouches_for(&self, _ip: IpAddr) -> bool {
+        false
+    }
+}
+
+/// The system's DNS (getaddrinfo), as every other program on the machine sees it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemResolver;
+
+impl HostResolver for SystemResolver {
+    fn lookup(&self, host: &str) -> io::Result<Vec<IpAddr>> {
+        Ok((host, 0).to_socket_addrs()?.map(|a| a.ip()).collect())
+    }
 }
 
 pub struct Fetched {
@@ -199,28 +233,109 @@ fn in_prefix(a: u128, net: u128, len: u8, width: u32) -> bool {
     a.checked_shr(shift).unwrap_or(0) == net.checked_shr(shift).unwrap_or(0)
 }
 
-/// Refuses a URL whose host resolves to a private address (when not allowed).
-fn check_host(url: &url::Url, allow_private: bool) -> Result<(), BrokenReason> {
-    if allow_private {
-        return Ok(());
-    }
-    let host = url
-        .host_str()
-        .ok_or_else(|| BrokenReason::InvalidUrl("it has no host".into()))?;
-    let port = url.port_or_known_default().unwrap_or(80);
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| BrokenReason::Unreachable(format!("{host} did not resolve: {e}")))?;
-    for addr in addrs {
-        if let Some(range) = special_range(addr.ip()) {
-            return Err(BrokenReason::PrivateAddress(format!(
-                "{host} is {} ({range})",
-                addr.ip()
-            )));
+/// What the guard needs: whether special-purpose addresses are allowed, and
+/// the resolver (which may vouch for test addresses).
+#[derive(Debug, Clone)]
+struct Guard {
+    allow_private: bool,
+    resolver: Arc<dyn HostResolver>,
+}
+
+impl Guard {
+    /// Refuses `ip`, which `host` named, when it lies in a special-purpose
+    /// range and such addresses are not allowed.
+    fn check(&self, host: &str, ip: IpAddr) -> Result<(), BrokenReason> {
+        if self.allow_private || self.resolver.vouches_for(ip) {
+            return Ok(());
+        }
+        match special_range(ip) {
+            None => Ok(()),
+            Some(range) if host == ip.to_string() => {
+                Err(BrokenReason::PrivateAddress(format!("{ip} is in {range}")))
+            }
+            Some(range) => Err(BrokenReason::PrivateAddress(format!(
+                "{host} is {ip}, in {range}"
+            ))),
         }
     }
-    Ok(())
+
+    /// Checks a URL whose host is a literal IP address, which reaches no
+    /// resolver; a host name is checked when [`GuardedResolver`] looks it up.
+    fn check_literal(&self, url: &url::Url) -> Result<(), BrokenReason> {
+        let ip = match url.host() {
+            None => return Err(BrokenReason::InvalidUrl("it has no host".into())),
+            Some(url::Host::Domain(_)) => return Ok(()),
+            Some(url::Host::Ipv4(v4)) => IpAddr::V4(v4),
+            Some(url::Host::Ipv6(v6)) => IpAddr::V6(v6),
+        };
+        self.check(&ip.to_string(), ip)
+    }
+
+    /// Looks `host` up once and checks every address it has; these, and only
+    /// these, are what the connection may use.
+    fn lookup(&self, host: &str) -> Result<Vec<IpAddr>, BrokenReason> {
+        let addrs = self
+            .resolver
+            .lookup(host)
+            .map_err(|e| BrokenReason::Unreachable(format!("{host} did not resolve: {e}")))?;
+        if addrs.is_empty() {
+            return Err(BrokenReason::Unreachable(format!(
+                "{host} resolved to no address"
+            )));
+        }
+        for &ip in &addrs {
+            self.check(host, ip)?;
+        }
+        Ok(addrs)
+    }
+}
+
+/// A refusal carried through reqwest's error chain (from the resolver or the
+/// redirect policy) and recovered intact by [`refusal_in`].
+#[derive(Debug)]
+struct Refused(BrokenReason);
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// The refusal somewhere in `e`'s chain of causes, if the guard made one.
+fn refusal_in(e: &(dyn std::error::Error + 'static)) -> Option<BrokenReason> {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(Refused(reason)) = c.downcast_ref::<Refused>() {
+            return Some(reason.clone());
+        }
+        cause = c.source();
+    }
+    None
+}
+
+/// reqwest's resolver for every host name it connects to, on the first hop and
+/// on every redirect: one lookup through the [`HostResolver`], every address
+/// checked, and exactly the checked addresses handed back.
+#[derive(Debug)]
+struct GuardedResolver(Guard);
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let guard = self.0.clone();
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            // The lookup blocks (getaddrinfo); keep it off the client's runtime
+            // so the request's timeout still runs.
+            let looked = tokio::task::spawn_blocking(move || guard.lookup(&host)).await?;
+            let addrs = looked.map_err(Refused)?;
+            // Port 0: reqwest puts in the URL's port, or the scheme's.
+            let addrs: reqwest::dns::Addrs =
+                Box::new(addrs.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+            Ok(addrs)
+        })
+    }
 }
 
 /// Fetches `raw` under the policy's guards. With `known` validators from the
@@ -233,21 +348,36 @@ pub fn fetch(raw: &str, policy: &FetchPolicy, known: &Validators) -> Result<Fetc
             url.scheme()
         )));
     }
-    check_host(&url, policy.allow_private)?;
-    let allow_private = policy.allow_private;
+    let guard = Guard {
+        allow_private: policy.allow_private,
+        resolver: policy.resolver.clone(),
+    };
+    guard.check_literal(&url)?;
+    let redirect_guard = guard.clone();
     let redirects = reqwest::redirect::Policy::custom(move |attempt| {
         if attempt.previous().len() >= MAX_REDIRECTS {
             return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
         }
-        match check_host(attempt.url(), allow_private) {
-            Ok(()) => attempt.follow(),
-            Err(reason) => attempt.error(format!("redirect refused: {reason}")),
-        }
+        let refusal = match redirect_guard.check_literal(attempt.url()) {
+            Ok(()) => return attempt.follow(),
+            Err(BrokenReason::PrivateAddress(why)) => BrokenReason::PrivateAddress(format!(
+                "it redirected to {}, and {why}",
+                attempt.url()
+            )),
+            Err(reason) => reason,
+        };
+        attempt.error(Refused(refusal))
     });
-    let client = reqwest::blocking::Client::builder()
+    let mut client = reqwest::blocking::Client::builder()
         .timeout(policy.timeout)
         .redirect(redirects)
-        .user_agent(concat!("carrel/", env!("CARGO_PKG_VERSION")))
+        .user_agent(concat!("carrel/", env!("CARGO_PKG_VERSION")));
+    if !policy.allow_private {
+        // A proxy would connect on our behalf to addresses the guard never saw.
+        client = client.no_proxy();
+    }
+    let client = client
+        .dns_resolver(Arc::new(GuardedResolver(guard)))
         .build()
         .map_err(|e| BrokenReason::Unreachable(e.to_string()))?;
     let mut request = client.get(url);
@@ -258,7 +388,9 @@ pub fn fetch(raw: &str, policy: &FetchPolicy, known: &Validators) -> Result<Fetc
         request = request.header(reqwest::header::IF_MODIFIED_SINCE, lm);
     }
     let response = request.send().map_err(|e| {
-        if e.is_timeout() {
+        if let Some(refused) = refusal_in(&e) {
+            refused
+        } else if e.is_timeout() {
             BrokenReason::Unreachable(format!("timed out after {} s", policy.timeout.as_secs()))
         } else {
             BrokenReason::Unreachable(error_chain(&e))
@@ -403,12 +535,78 @@ mod tests {
         assert!(refused.is_empty(), "public but refused: {refused:?}");
     }
 
+    /// Answers every name with fixed addresses; vouches for none.
+    #[derive(Debug)]
+    struct Fixed(Vec<IpAddr>);
+
+    impl HostResolver for Fixed {
+        fn lookup(&self, _host: &str) -> io::Result<Vec<IpAddr>> {
+            Ok(self.0.clone())
+        }
+    }
+
+    fn guard(allow_private: bool, answers: &[&str]) -> Guard {
+        Guard {
+            allow_private,
+            resolver: Arc::new(Fixed(answers.iter().map(|a| a.parse().unwrap()).collect())),
+        }
+    }
+
+    #[test]
+    fn a_name_with_any_special_address_is_refused_whole() {
+        let g = guard(false, &["8.8.8.8", "127.0.0.1"]);
+        assert_eq!(
+            g.lookup("mixed.test"),
+            Err(BrokenReason::PrivateAddress(
+                "mixed.test is 127.0.0.1, in 127.0.0.0/8, loopback".into()
+            ))
+        );
+        let g = guard(false, &["8.8.8.8", "2606:4700::1111"]);
+        assert_eq!(g.lookup("public.test").unwrap().len(), 2);
+        let g = guard(true, &["127.0.0.1"]);
+        assert_eq!(g.lookup("mine.test").unwrap().len(), 1, "allowed");
+        assert!(matches!(
+            guard(false, &[]).lookup("nowhere.test"),
+            Err(BrokenReason::Unreachable(_))
+        ));
+    }
+
+    #[test]
+    fn literal_hosts_in_every_spelling_are_checked() {
+        let g = guard(false, &[]);
+        for url in [
+            "http://127.0.0.1/",
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://[::1]:8080/",
+            "http://[::ffff:7f00:1]/",
+            "http://[::127.0.0.1]/",
+            "http://[fec0::1]/",
+            "http://198.18.0.1/",
+        ] {
+            let url = url::Url::parse(url).unwrap();
+            assert!(
+                matches!(g.check_literal(&url), Err(BrokenReason::PrivateAddress(_))),
+                "{url}"
+            );
+        }
+        for url in [
+            "http://8.8.8.8/",
+            "http://[2606:4700::1111]/",
+            "http://public.test/",
+        ] {
+            let url = url::Url::parse(url).unwrap();
+            assert_eq!(g.check_literal(&url), Ok(()), "{url}");
+        }
+    }
+
     #[test]
     fn non_http_schemes_are_refused() {
         let policy = FetchPolicy {
             allow_private: false,
             max_bytes: 10,
             timeout: FETCH_TIMEOUT,
+            resolver: Arc::new(SystemResolver),
         };
         assert!(matches!(
             fetch("file:///etc/passwd", &policy, &Validators::default()),
