@@ -21,6 +21,7 @@ pub mod store;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -88,6 +89,9 @@ pub struct LibraryConfig {
     pub rerank_budget: std::time::Duration,
     /// How much of the retrieval log is kept.
     pub log_retention: lanes::log::Retention,
+    /// Where URL hosts are looked up: the system's DNS, unless a test
+    /// injects its own answers.
+    pub resolver: Arc<dyn ingest::HostResolver>,
 }
 
 impl LibraryConfig {
@@ -98,6 +102,7 @@ impl LibraryConfig {
             limits: Limits::default(),
             rerank_budget: lanes::RERANK_BUDGET,
             log_retention: lanes::log::Retention::default(),
+            resolver: Arc::new(ingest::SystemResolver),
         }
     }
 }
@@ -435,6 +440,7 @@ impl Library {
             fingerprints: &fingerprints,
             limits,
             watch,
+            resolver: self.config.resolver.clone(),
         };
         pipeline.run(sources, &mut report, progress)?;
         Ok(report)

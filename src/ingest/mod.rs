@@ -7,11 +7,12 @@ mod fetch;
 mod sources;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-pub use fetch::{FETCH_TIMEOUT, FetchPolicy};
+pub use fetch::{FETCH_TIMEOUT, FetchPolicy, HostResolver, SystemResolver};
 pub use sources::{Source, expand};
 
 use crate::card::{self, Card};
@@ -213,6 +214,8 @@ pub struct Pipeline<'a> {
     /// The watch whose sync this is (`None`: added by hand); it owns the
     /// rows this run creates, and no row that was already there.
     pub watch: Option<i64>,
+    /// Where URL hosts are looked up.
+    pub resolver: Arc<dyn HostResolver>,
 }
 
 impl Pipeline<'_> {
@@ -330,6 +333,7 @@ impl Pipeline<'_> {
                     allow_private: self.limits.allow_private_urls,
                     max_bytes: self.limits.max_file_bytes,
                     timeout: FETCH_TIMEOUT,
+                    resolver: self.resolver.clone(),
                 };
                 // Ask "changed since?" only when what we hold is indexed.
                 let stamp = self.store.stamp(&key)?.filter(|s| s.content_id.is_some());
