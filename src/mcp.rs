@@ -123,6 +123,7 @@ impl CarrelMcp {
     }
 
     #[tool(
+        annotations(read_only_hint = true),
         description = "Search the library with both lanes, returned separately and never merged: \
         `subject` answers \"is this document what the query is ABOUT?\" (cards, cross-encoder), \
         `topic` answers \"which documents DISCUSS it?\" (best passage per document, heading veto). \
@@ -139,6 +140,7 @@ impl CarrelMcp {
     }
 
     #[tool(
+        annotations(read_only_hint = true),
         description = "Read one document by id (an integer, or its digits as a string). \
         part=\"text\" (default) gives the full extracted text with headings; part=\"card\" the card; \
         part=\"passage\" with chunk=<chunk id from a topic hit> gives that one passage with its \
@@ -178,6 +180,7 @@ impl CarrelMcp {
     }
 
     #[tool(
+        annotations(read_only_hint = true),
         description = "Check a citation: does `quote` occur in document `id` (whitespace and case \
         ignored)? Returns status \"verified\" with the passage's chunk id, heading path and page, or \
         \"not_found\" with the nearest passage. An unknown id is an error."
@@ -216,6 +219,7 @@ impl CarrelMcp {
     }
 
     #[tool(
+        annotations(read_only_hint = true),
         description = "List every document with its id, title, kind, source, chunk count and state \
         (indexed, stale, or broken with broken_reason)."
     )]

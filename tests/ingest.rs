@@ -362,3 +362,44 @@ fn a_broken_documents_chunks_are_an_error_naming_its_reason() {
         "{err}"
     );
 }
+
+/// Regression: after a model change the stale vectors dropped out of both
+/// lanes' KNN, the lanes answered `ready` with nothing, and nothing was
+/// re-embedded until the next `add`.
+#[test]
+fn stale_vectors_make_the_lanes_say_so_until_the_watcher_reembeds_them() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let lib_dir = tempfile::tempdir().unwrap();
+    let mut lib = open(lib_dir.path());
+    lib.add(
+        &[
+            s(fixtures().join("docs/getting-started.txt")),
+            s(fixtures().join("docs/sourdough-starter.md")),
+        ],
+        &mut no_progress(),
+    )
+    .unwrap();
+    drop(lib);
+
+    let mut shorter = ModelConfig::new(models_dir());
+    shorter.max_length = 128;
+    let mut lib = Library::open(LibraryConfig::new(lib_dir.path().to_path_buf(), shorter)).unwrap();
+    let r = lib.match_query("feeding a sourdough starter", 5).unwrap();
+    for (lane, state, reason) in [
+        ("subject", r.subject.state(), r.subject.reason()),
+        ("topic", r.topic.state(), r.topic.reason()),
+    ] {
+        assert_eq!(state, "unavailable", "{lane}");
+        assert!(
+            reason.is_some_and(|r| r.starts_with("re-embedding 2 of 2 documents")),
+            "{lane}: {reason:?}"
+        );
+    }
+
+    // The watcher (the app runs the same loop) re-embeds before it watches.
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    carrel::watch::run(&mut lib, &stop, &std::sync::Mutex::new(()), &mut |_| {}).unwrap();
+    let r = lib.match_query("feeding a sourdough starter", 5).unwrap();
+    assert_eq!(r.topic.state(), "ready", "{:?}", r.topic.reason());
+    assert!(!r.topic.hits().is_empty());
+}

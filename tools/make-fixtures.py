@@ -65,13 +65,18 @@ def image_only_pdf():
     page = add(b"<< /Type /Page /Parent 4 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /XObject << /Im1 %d 0 R >> >> >>" % (content, img))
     add(b"<< /Type /Pages /Kids [%d 0 R] /Count 1 >>" % page)
     cat = add(b"<< /Type /Catalog /Pages 4 0 R >>")
+    return serialize(objs, cat)
+
+
+def serialize(objs, root):
+    """A PDF file of numbered objects (1-based) with its xref table."""
     out = bytearray(b"%PDF-1.4\n"); offs = []
     for i, b in enumerate(objs, 1):
         offs.append(len(out)); out += b"%d 0 obj\n" % i + b + b"\nendobj\n"
     x = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
     for o in offs: out += b"%010d 00000 n \n" % o
-    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, cat, x)
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, root, x)
     return bytes(out)
 
 
@@ -89,14 +94,7 @@ def bomb_pdf(inflated_bytes):
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Catalog /Pages 4 0 R >>",
     ]
-    out = bytearray(b"%PDF-1.4\n"); offs = []
-    for i, b in enumerate(objs, 1):
-        offs.append(len(out)); out += b"%d 0 obj\n" % i + b + b"\nendobj\n"
-    x = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    for o in offs: out += b"%010d 00000 n \n" % o
-    out += b"trailer\n<< /Size %d /Root 5 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, x)
-    return bytes(out)
+    return serialize(objs, 5)
 
 
 def hostile():

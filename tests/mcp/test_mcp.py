@@ -53,6 +53,9 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
         async with self.session() as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
             self.assertEqual(set(tools), {"search", "read", "cite", "list"})
+            # Read only, as documented: no tool changes the library.
+            for t in tools.values():
+                self.assertTrue(t.annotations and t.annotations.read_only_hint, t.name)
             id_schema = json.dumps(tools["read"].input_schema)
             self.assertIn("integer", id_schema)
             self.assertIn("^[0-9]+$", id_schema)
