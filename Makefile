@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test models lint eval bench bench-mcp fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer
+.PHONY: run test models lint eval bench bench-mcp fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 APP := $(BIN)/debug/carrel-app
@@ -120,6 +120,16 @@ bench-peer: models
 ## it against models/carrel-ce-v1; PROMOTE=1 replaces the committed one.
 reranker: models
 	./tools/reranker/make.sh
+
+## Fuzzing on stable Rust (proptest, tests/fuzz.rs): each target, the four
+## extractors in process and through the worker and the `@doc:` parser, for
+## FUZZ_SECONDS, one after another; each prints its executions and outcomes.
+## `cargo test` runs the same targets as a smoke of a few seconds each. A
+## failure names its shrunk input under $(BIN)/tmp/fuzz-crashes/. Like
+## `eval`, it builds the tree as is (the shell's build wants ui/dist: `make ui`).
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --all-targets -- fuzz_ --nocapture --test-threads=1
 
 ## Regenerate the committed bad-input fixtures (needs pypdf).
 fixtures:
