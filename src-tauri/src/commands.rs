@@ -15,7 +15,7 @@ use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
 use crate::error::{AppError, ErrorKind, Result};
-use crate::state::{AppState, Settings, lock};
+use crate::state::{AppState, Settings, SettingsProblem, lock};
 
 /// Hits per lane in the match panel.
 const MATCH_TOP_K: usize = 8;
@@ -364,4 +364,12 @@ pub async fn first_paint(state: State<'_, AppState>) -> Result<f64> {
     let ms = state.started.elapsed().as_secs_f64() * 1000.0;
     tracing::info!(ms, "first paint");
     Ok(ms)
+}
+
+/// Why `settings.json` was not used at startup, if it was not: the app
+/// then runs on the defaults, and the file is kept aside.
+#[tauri::command]
+#[specta::specta]
+pub async fn settings_problem(state: State<'_, AppState>) -> Result<Option<SettingsProblem>> {
+    Ok(state.settings_problem())
 }

@@ -51,6 +51,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::get_settings,
             commands::set_settings,
             commands::first_paint,
+            commands::settings_problem,
         ])
         .events(collect_events![LibraryChanged, DropHover, FilesDropped])
 }
@@ -66,11 +67,10 @@ pub fn run(context: tauri::Context<tauri::Wry>, started: Instant) {
         .invoke_handler(builder.invoke_handler())
         .setup(move |app| {
             builder.mount_events(app);
-            let settings = Settings::load().unwrap_or_else(|e| {
-                tracing::error!("settings: {e}; using defaults");
-                Settings::default()
-            });
-            let state = AppState::open(settings.clone(), started)?;
+            // A settings file that cannot be used is set aside and shown to
+            // the user (see `settings_problem`); the app starts on defaults.
+            let (settings, problem) = Settings::load()?;
+            let state = AppState::open(settings.clone(), problem, started)?;
             state.replace_watcher(spawn_watcher(
                 app.handle().clone(),
                 settings,

@@ -49,6 +49,11 @@ export const commands = {
 	 *  process started (the cold-start figure), and logs it.
 	 */
 	firstPaint: () => typedError<number | null, AppError>(__TAURI_INVOKE("first_paint")),
+	/**
+	 *  Why `settings.json` was not used at startup, if it was not: the app
+	 *  then runs on the defaults, and the file is kept aside.
+	 */
+	settingsProblem: () => typedError<SettingsProblem | null, AppError>(__TAURI_INVOKE("settings_problem")),
 };
 
 /** Events */
@@ -457,6 +462,22 @@ export type Settings = {
 	library_dir: string | null,
 	/**  ONNX Runtime intra-op threads for both models. */
 	threads: number,
+};
+
+/**
+ *  `settings.json` could not be used at startup: the app runs on the
+ *  defaults, and says so until the user has seen it.
+ */
+export type SettingsProblem = {
+	/**  The settings file that was read. */
+	path: string,
+	/**  Why it could not be used, in the parser's or the file system's words. */
+	error: string,
+	/**
+	 *  Where the unusable file was moved, so that nothing written in it is
+	 *  lost; none when it was not moved (it could not be read, or moved).
+	 */
+	kept_at: string | null,
 };
 
 export type Statement = {

@@ -2,7 +2,14 @@
 // ingest job. Pages read and call these; only this file talks to the
 // library list.
 import { Channel } from "@tauri-apps/api/core";
-import { commands, type AddReport, type DocumentRow, type Progress, type Watch } from "../bindings";
+import {
+  commands,
+  type AddReport,
+  type DocumentRow,
+  type Progress,
+  type SettingsProblem,
+  type Watch,
+} from "../bindings";
 import { call, errorText } from "./api";
 
 export type Page =
@@ -20,6 +27,8 @@ class AppState {
   listError = $state<string | null>(null);
   watches = $state<Watch[]>([]);
   watchError = $state<string | null>(null);
+  /** settings.json could not be used at startup (the app runs on defaults). */
+  settingsProblem = $state<SettingsProblem | null>(null);
   /** Whether added folders and URLs become watches; remembered. */
   keepInSync = $state(localStorage.getItem(KEEP_IN_SYNC) !== "false");
   progress = $state<Progress | null>(null);
@@ -56,6 +65,16 @@ class AppState {
         }
       })(),
     ]);
+  }
+
+  /** Asked once at startup: was settings.json unusable? */
+  async loadSettingsProblem() {
+    try {
+      this.settingsProblem = await call(commands.settingsProblem());
+    } catch (e) {
+      // Not knowing is said too: the settings in use may not be the user's.
+      this.settingsProblem = { path: "settings.json", error: `could not be checked: ${errorText(e)}`, kept_at: null };
+    }
   }
 
   setKeepInSync(on: boolean) {
