@@ -425,6 +425,11 @@ pub fn run(
             report(&r);
         }
         dirty.clear();
+        // notify's own thread dying shows here as a closed channel; a test
+        // stands in for that at this fault point.
+        fail::fail_point!("watch::events_lost", |_| Err(Error::Watch(
+            "the file watcher stopped".into()
+        )));
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(Ok(events)) => {
                 for ev in events {

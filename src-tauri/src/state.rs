@@ -135,11 +135,29 @@ fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
     Ok(free)
 }
 
+/// Whether the watcher that keeps folders and URLs in sync is running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum WatcherHealth {
+    Running,
+    /// It stopped on its own (an error or a crash), not because it was
+    /// replaced: nothing is kept in sync until it is started again.
+    Stopped {
+        reason: String,
+    },
+}
+
+/// The running watcher: its stop flag, and why it stopped if it did.
+struct Watcher {
+    stop: Arc<AtomicBool>,
+    stopped: Option<String>,
+}
+
 pub struct AppState {
     library: Arc<Mutex<Library>>,
     settings: Mutex<Settings>,
-    /// Stops the running watcher (see `spawn_watcher`).
-    watcher: Mutex<Option<Arc<AtomicBool>>>,
+    /// The running watcher (see `spawn_watcher`).
+    watcher: Mutex<Option<Watcher>>,
     /// Why `settings.json` was not used at startup, if it was not.
     settings_problem: Option<SettingsProblem>,
     /// Held by every watch sync, the watcher's and a new watch's first one.
@@ -193,8 +211,32 @@ impl AppState {
 
     /// Stops the running watcher, if any, and keeps the new one's stop flag.
     pub fn replace_watcher(&self, stop: Arc<AtomicBool>) {
-        if let Some(old) = lock(&self.watcher).replace(stop) {
-            old.store(true, Ordering::SeqCst);
+        let new = Watcher {
+            stop,
+            stopped: None,
+        };
+        if let Some(old) = lock(&self.watcher).replace(new) {
+            old.stop.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// The watcher with this stop flag ended on its own, for `reason`.
+    /// Recorded only if it is still the current one (a replaced watcher
+    /// ending is no news); returns whether it was.
+    pub fn watcher_stopped(&self, stop: &Arc<AtomicBool>, reason: String) -> bool {
+        match lock(&self.watcher).as_mut() {
+            Some(w) if Arc::ptr_eq(&w.stop, stop) && !stop.load(Ordering::SeqCst) => {
+                w.stopped = Some(reason);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn watcher_health(&self) -> WatcherHealth {
+        match lock(&self.watcher).as_ref().and_then(|w| w.stopped.clone()) {
+            Some(reason) => WatcherHealth::Stopped { reason },
+            None => WatcherHealth::Running,
         }
     }
 }
@@ -268,5 +310,33 @@ mod tests {
         };
         std::fs::write(&path, serde_json::to_vec(&mine).unwrap()).unwrap();
         assert_eq!(Settings::load_from(&path), (mine, None));
+    }
+
+    #[test]
+    fn only_the_current_watcher_stopping_is_news() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            library_dir: Some(dir.path().display().to_string()),
+            threads: 1,
+        };
+        let state = AppState::open(settings, None, Instant::now()).unwrap();
+        let (old, new) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        state.replace_watcher(old.clone());
+        state.replace_watcher(new.clone());
+        assert!(!state.watcher_stopped(&old, "replaced, then failed".into()));
+        assert_eq!(state.watcher_health(), WatcherHealth::Running);
+        assert!(state.watcher_stopped(&new, "the file watcher stopped".into()));
+        assert_eq!(
+            state.watcher_health(),
+            WatcherHealth::Stopped {
+                reason: "the file watcher stopped".into()
+            }
+        );
+        // Started again: running, until it says otherwise.
+        state.replace_watcher(Arc::new(AtomicBool::new(false)));
+        assert_eq!(state.watcher_health(), WatcherHealth::Running);
     }
 }

@@ -54,6 +54,10 @@ export const commands = {
 	 *  then runs on the defaults, and the file is kept aside.
 	 */
 	settingsProblem: () => typedError<SettingsProblem | null, AppError>(__TAURI_INVOKE("settings_problem")),
+	/**  Whether folders and URLs are being kept in sync, or why not. */
+	watcherHealth: () => typedError<WatcherHealth, AppError>(__TAURI_INVOKE("watcher_health")),
+	/**  Starts the watcher again after it stopped on its own. */
+	restartWatcher: () => typedError<WatcherHealth, AppError>(__TAURI_INVOKE("restart_watcher")),
 };
 
 /** Events */
@@ -61,6 +65,7 @@ export const events = {
 	dropHover: makeEvent<DropHover, DropHover>("drop-hover"),
 	filesDropped: makeEvent<FilesDropped, FilesDropped>("files-dropped"),
 	libraryChanged: makeEvent<LibraryChanged, LibraryChanged>("library-changed"),
+	watcherStopped: makeEvent<WatcherStopped, WatcherStopped>("watcher-stopped"),
 };
 
 /* Types */
@@ -548,6 +553,23 @@ export type Watch = {
 };
 
 export type WatchKind = "folder" | "url";
+
+/**  Whether the watcher that keeps folders and URLs in sync is running. */
+export type WatcherHealth = { state: "running" } | 
+/**
+ *  It stopped on its own (an error or a crash), not because it was
+ *  replaced: nothing is kept in sync until it is started again.
+ */
+{ state: "stopped"; reason: string };
+
+/**
+ *  The watcher stopped on its own: folders and URLs are no longer kept in
+ *  sync until it is started again (`restart_watcher`, or a restart).
+ */
+export type WatcherStopped = {
+	/**  Why, in a sentence. */
+	reason: string,
+};
 
 /* Tauri Specta runtime */
 async function typedError<T, E>(result: Promise<T>): Promise<{ status: "ok"; data: T } | { status: "error"; error: E }> {

@@ -9,6 +9,7 @@ import {
   type Progress,
   type SettingsProblem,
   type Watch,
+  type WatcherHealth,
 } from "../bindings";
 import { call, errorText } from "./api";
 
@@ -27,6 +28,9 @@ class AppState {
   listError = $state<string | null>(null);
   watches = $state<Watch[]>([]);
   watchError = $state<string | null>(null);
+  /** Whether the watcher keeps the watches in sync; null until asked. */
+  watcher = $state<WatcherHealth | null>(null);
+  watcherError = $state<string | null>(null);
   /** settings.json could not be used at startup (the app runs on defaults). */
   settingsProblem = $state<SettingsProblem | null>(null);
   /** Whether added folders and URLs become watches; remembered. */
@@ -64,7 +68,29 @@ class AppState {
           this.watchError = errorText(e);
         }
       })(),
+      this.checkWatcher(),
     ]);
+  }
+
+  /** Asks whether the watcher still runs (it may have stopped before the UI listened). */
+  async checkWatcher() {
+    try {
+      this.watcher = await call(commands.watcherHealth());
+      this.watcherError = null;
+    } catch (e) {
+      this.watcher = null;
+      this.watcherError = errorText(e);
+    }
+  }
+
+  /** Starts the watcher again after it stopped on its own. */
+  async restartWatcher() {
+    this.watcherError = null;
+    try {
+      this.watcher = await call(commands.restartWatcher());
+    } catch (e) {
+      this.watcherError = errorText(e);
+    }
   }
 
   /** Asked once at startup: was settings.json unusable? */

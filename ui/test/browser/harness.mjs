@@ -51,10 +51,11 @@ export async function open(browser, url, engine, { debug = false } = {}) {
   await page.addInitScript(`
     window.__CALLS__ = [];
     // Every load of the Library and Chat pages lists the watches and the kept
-    // chat, and asks whether the settings were usable; a test that is not
-    // about them need not say all is well.
+    // chat, and asks whether the watcher runs and the settings were usable;
+    // a test that is not about them need not say all is well.
     const engine = {
-      list_watches: () => [], chat_history: () => [], settings_problem: () => null,
+      list_watches: () => [], chat_history: () => [],
+      watcher_health: () => ({ state: "running" }), settings_problem: () => null,
       ...${source}
     };
     window.__CARREL_MOCK__ = async (cmd, args) => {

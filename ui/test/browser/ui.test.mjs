@@ -410,3 +410,38 @@ test("a settings file that could not be read is shown with the parser's words an
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("a watcher that stopped shows in Kept in sync with its reason, and starts again", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    list_watches: () => [
+      { id: 1, target: "/home/ana/notes", kind: "folder", interval_s: 3600, include: [], exclude: [],
+        allow_private: false, created_at: 1, synced_at: Math.floor(Date.now() / 1000) - 60, last_error: null },
+    ],
+    // Stopped before the page listened: the page asks, not only listens.
+    watcher_health: () => (window.__restarted
+      ? { state: "running" }
+      : { state: "stopped", reason: "watching failed: the file watcher stopped" }),
+    restart_watcher: () => {
+      window.__restarted = true;
+      return { state: "running" };
+    },
+  });
+  const stopped = page.getByTestId("watcher-stopped");
+  await stopped.waitFor();
+  const text = await stopped.innerText();
+  assert.match(text, /no longer kept in sync/);
+  assert.match(text, /The watcher stopped: watching failed: the file watcher stopped/);
+  assert.match(text, /restart Carrel/);
+  assert.match(await page.getByTestId("watches").locator("summary").innerText(), /not syncing: the watcher stopped/);
+  await page.getByTestId("restart-watcher").click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid="watcher-stopped"]'));
+  assert.ok(await page.evaluate(() => window.__CALLS__.some(([c]) => c === "restart_watcher")));
+
+  // A watcher that dies while the page is open says so by its event.
+  await page.evaluate(() => window.__CARREL_EMIT__("watcher-stopped", { reason: "the watcher crashed: inotify went away" }));
+  await stopped.waitFor();
+  assert.match(await stopped.innerText(), /The watcher stopped: the watcher crashed: inotify went away/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
