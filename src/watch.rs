@@ -34,7 +34,6 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::extract::Kind;
 use crate::ingest::{Failure, Source};
 use crate::store::{NewWatch, Watch, WatchKind};
 use crate::{Library, Progress};
@@ -137,9 +136,11 @@ pub fn folder_files(w: &Watch) -> Result<(Vec<PathBuf>, Vec<Failure>)> {
     let (mut files, mut failed) = (Vec::new(), Vec::new());
     for entry in walker {
         match entry {
+            // What `carrel add` takes from a folder, a FIFO included (listed
+            // as broken), and nothing else.
             Ok(e)
-                if e.file_type().is_some_and(|t| t.is_file())
-                    && Kind::from_extension(e.path()).is_some() =>
+                if e.file_type()
+                    .is_some_and(|t| crate::ingest::takes(t, e.path())) =>
             {
                 files.push(e.into_path())
             }
@@ -424,6 +425,11 @@ pub fn run(
             report(&r);
         }
         dirty.clear();
+        // notify's own thread dying shows here as a closed channel; a test
+        // stands in for that at this fault point.
+        fail::fail_point!("watch::events_lost", |_| Err(Error::Watch(
+            "the file watcher stopped".into()
+        )));
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(Ok(events)) => {
                 for ev in events {

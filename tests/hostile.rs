@@ -25,9 +25,8 @@ fn by_name<'a>(docs: &'a [serde_json::Value], name: &str) -> &'a serde_json::Val
         .unwrap_or_else(|| panic!("{name} is not listed: {docs:#?}"))
 }
 
-#[test]
-fn every_hostile_file_is_listed_and_the_batch_survives() {
-    let lib = tempfile::tempdir().unwrap();
+/// A folder of copies of `fixtures/hostile/` and a FIFO, `named-pipe.md`.
+fn hostile_folder() -> tempfile::TempDir {
     let folder = tempfile::tempdir().unwrap();
     for e in std::fs::read_dir(fixtures().join("hostile")).unwrap() {
         let p = e.unwrap().path();
@@ -37,6 +36,13 @@ fn every_hostile_file_is_listed_and_the_batch_survives() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: mkfifo reads a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    folder
+}
+
+#[test]
+fn every_hostile_file_is_listed_and_the_batch_survives() {
+    let lib = tempfile::tempdir().unwrap();
+    let folder = hostile_folder();
 
     let out = carrel_process(lib.path())
         .args(["add", "--json"])
@@ -66,6 +72,30 @@ fn every_hostile_file_is_listed_and_the_batch_survives() {
         "{bomb}"
     );
     let pipe = by_name(&docs, "named-pipe.md");
+    assert!(
+        pipe["broken_reason"].as_str().unwrap().contains("FIFO"),
+        "{pipe}"
+    );
+}
+
+/// A watched folder takes what `carrel add` takes. Its own walk took
+/// regular files only, so the FIFO was skipped unseen, and the app (which
+/// adds folders as watches) never listed it.
+#[test]
+fn a_watched_folder_lists_its_fifo_as_broken_too() {
+    let lib = tempfile::tempdir().unwrap();
+    let folder = hostile_folder();
+    let out = carrel_process(lib.path())
+        .args(["watch", "add"])
+        .arg(folder.path())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some(), "killed: {:?}", out.status);
+    let docs = listed(lib.path());
+    assert_eq!(docs.len(), 5, "every file is listed: {docs:#?}");
+    let pipe = by_name(&docs, "named-pipe.md");
+    assert_eq!(pipe["state"], "broken");
     assert!(
         pipe["broken_reason"].as_str().unwrap().contains("FIFO"),
         "{pipe}"

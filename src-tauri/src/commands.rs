@@ -15,7 +15,7 @@ use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
 use crate::error::{AppError, ErrorKind, Result};
-use crate::state::{AppState, Settings, lock};
+use crate::state::{AppState, Settings, SettingsProblem, WatcherHealth, lock};
 
 /// Hits per lane in the match panel.
 const MATCH_TOP_K: usize = 8;
@@ -348,11 +348,7 @@ pub async fn set_settings(
     }
     state.apply(settings)?;
     // The watcher follows the library (and its thread count).
-    state.replace_watcher(crate::spawn_watcher(
-        app,
-        state.settings(),
-        state.sync_gate(),
-    ));
+    crate::spawn_watcher(&app);
     app_info(&state)
 }
 
@@ -364,4 +360,27 @@ pub async fn first_paint(state: State<'_, AppState>) -> Result<f64> {
     let ms = state.started.elapsed().as_secs_f64() * 1000.0;
     tracing::info!(ms, "first paint");
     Ok(ms)
+}
+
+/// Why `settings.json` was not used at startup, if it was not: the app
+/// then runs on the defaults, and the file is kept aside.
+#[tauri::command]
+#[specta::specta]
+pub async fn settings_problem(state: State<'_, AppState>) -> Result<Option<SettingsProblem>> {
+    Ok(state.settings_problem())
+}
+
+/// Whether folders and URLs are being kept in sync, or why not.
+#[tauri::command]
+#[specta::specta]
+pub async fn watcher_health(state: State<'_, AppState>) -> Result<WatcherHealth> {
+    Ok(state.watcher_health())
+}
+
+/// Starts the watcher again after it stopped on its own.
+#[tauri::command]
+#[specta::specta]
+pub async fn restart_watcher(app: AppHandle, state: State<'_, AppState>) -> Result<WatcherHealth> {
+    crate::spawn_watcher(&app);
+    Ok(state.watcher_health())
 }

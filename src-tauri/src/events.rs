@@ -13,6 +13,14 @@ pub struct LibraryChanged {
     pub error: Option<String>,
 }
 
+/// The watcher stopped on its own: folders and URLs are no longer kept in
+/// sync until it is started again (`restart_watcher`, or a restart).
+#[derive(Debug, Clone, Serialize, specta::Type, tauri_specta::Event)]
+pub struct WatcherStopped {
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
 /// Files or folders are being dragged over the window (`active`), or the
 /// drag left it.
 #[derive(Debug, Clone, Serialize, specta::Type, tauri_specta::Event)]

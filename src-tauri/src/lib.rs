@@ -17,7 +17,7 @@ use std::time::Instant;
 use tauri::{DragDropEvent, Manager, WindowEvent};
 use tauri_specta::{Event, collect_commands, collect_events};
 
-use crate::events::{DropHover, FilesDropped, LibraryChanged};
+use crate::events::{DropHover, FilesDropped, LibraryChanged, WatcherStopped};
 use crate::state::{AppState, Settings};
 
 /// Where the generated bindings live, relative to this crate.
@@ -51,8 +51,16 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::get_settings,
             commands::set_settings,
             commands::first_paint,
+            commands::settings_problem,
+            commands::watcher_health,
+            commands::restart_watcher,
         ])
-        .events(collect_events![LibraryChanged, DropHover, FilesDropped])
+        .events(collect_events![
+            LibraryChanged,
+            DropHover,
+            FilesDropped,
+            WatcherStopped
+        ])
 }
 
 /// Starts the app. `started` is taken first thing in `main`, for the
@@ -66,17 +74,11 @@ pub fn run(context: tauri::Context<tauri::Wry>, started: Instant) {
         .invoke_handler(builder.invoke_handler())
         .setup(move |app| {
             builder.mount_events(app);
-            let settings = Settings::load().unwrap_or_else(|e| {
-                tracing::error!("settings: {e}; using defaults");
-                Settings::default()
-            });
-            let state = AppState::open(settings.clone(), started)?;
-            state.replace_watcher(spawn_watcher(
-                app.handle().clone(),
-                settings,
-                state.sync_gate(),
-            ));
-            app.manage(state);
+            // A settings file that cannot be used is set aside and shown to
+            // the user (see `settings_problem`); the app starts on defaults.
+            let (settings, problem) = Settings::load()?;
+            app.manage(AppState::open(settings, problem, started)?);
+            spawn_watcher(app.handle());
             Ok(())
         })
         .on_window_event(|window, event| {
@@ -140,23 +142,26 @@ fn init_logging() {
 }
 
 /// Keeps watched folders and URLs in sync while the app runs (the same
-/// `watch::run` as `carrel watch run`), on its own connection, and tells the
-/// UI when something changed. Returns the flag that stops it: a change of
-/// library in Settings stops this watcher and starts one on the new library.
-pub(crate) fn spawn_watcher(
-    app: tauri::AppHandle,
-    settings: Settings,
-    gate: Arc<Mutex<()>>,
-) -> Arc<AtomicBool> {
+/// `watch::run` as `carrel watch run`), on its own thread and connection,
+/// and tells the UI when something changed. It replaces (stops) the watcher
+/// before it: a change of library in Settings starts one on the new library.
+/// A watcher that stops on its own, by an error or a panic, is recorded as
+/// [`WatcherHealth::Stopped`](state::WatcherHealth) and announced with
+/// [`WatcherStopped`]: the UI says that nothing is kept in sync any more.
+pub(crate) fn spawn_watcher(app: &tauri::AppHandle) {
+    let app = app.clone();
+    let state = app.state::<AppState>();
+    let (settings, gate) = (state.settings(), state.sync_gate());
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    std::thread::spawn(move || {
-        let result = settings
-            .library_config()
-            .map_err(|e| e.message)
-            .and_then(|c| carrel::Library::open(c).map_err(|e| e.to_string()))
-            .and_then(|mut lib| {
-                carrel::watch::run(&mut lib, &flag, &gate, &mut |r| {
+    // Registered before it runs, so that even an immediate death is its own.
+    state.replace_watcher(stop.clone());
+    let spawned = std::thread::Builder::new()
+        .name("carrel-watcher".into())
+        .spawn({
+            let app = app.clone();
+            let stop = stop.clone();
+            move || {
+                let ended = keep_in_sync(&settings, &stop, &gate, &mut |r| {
                     if r.added + r.removed + r.renamed > 0 || r.error.is_some() {
                         let _ = LibraryChanged {
                             added: r.added as u32,
@@ -165,14 +170,48 @@ pub(crate) fn spawn_watcher(
                         }
                         .emit(&app);
                     }
-                })
-                .map_err(|e| e.to_string())
-            });
-        if let Err(e) = result {
-            tracing::error!("watched folders are not kept in sync: {e}");
-        }
+                });
+                if let Err(reason) = ended {
+                    watcher_died(&app, &stop, reason);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        watcher_died(&app, &stop, format!("its thread could not start: {e}"));
+    }
+}
+
+fn watcher_died(app: &tauri::AppHandle, stop: &Arc<AtomicBool>, reason: String) {
+    tracing::error!("watched folders are not kept in sync: {reason}");
+    let recorded = app
+        .state::<AppState>()
+        .watcher_stopped(stop, reason.clone());
+    if recorded && let Err(e) = (WatcherStopped { reason }).emit(app) {
+        tracing::error!("could not tell the UI that the watcher stopped: {e}");
+    }
+}
+
+/// The watcher's whole life: returns only when `stop` is set (`Ok`) or when
+/// it cannot go on, with why in a sentence, a panic included.
+pub(crate) fn keep_in_sync(
+    settings: &Settings,
+    stop: &AtomicBool,
+    gate: &Mutex<()>,
+    on_sync: &mut dyn FnMut(&carrel::watch::SyncReport),
+) -> std::result::Result<(), String> {
+    let run = std::panic::AssertUnwindSafe(|| {
+        let mut lib = carrel::Library::open(settings.library_config().map_err(|e| e.message)?)
+            .map_err(|e| e.to_string())?;
+        carrel::watch::run(&mut lib, stop, gate, on_sync).map_err(|e| e.to_string())
     });
-    stop
+    std::panic::catch_unwind(run).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        Err(format!("the watcher crashed: {what}"))
+    })
 }
 
 #[cfg(test)]
@@ -203,6 +242,39 @@ mod tests {
             committed == fresh,
             "{} is stale: run `make bindings` and commit it",
             path.display()
+        );
+    }
+
+    /// The watcher's thread ends with a sentence, never silently, whether
+    /// `watch::run` fails or panics; `watcher_died` takes it from there.
+    #[test]
+    fn a_dead_watcher_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = crate::state::Settings {
+            library_dir: Some(dir.path().display().to_string()),
+            threads: 1,
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let gate = std::sync::Mutex::new(());
+        let scenario = fail::FailScenario::setup();
+        fail::cfg("watch::events_lost", "return").unwrap();
+        let ended = super::keep_in_sync(&settings, &stop, &gate, &mut |_| {});
+        assert_eq!(
+            ended,
+            Err("watching failed: the file watcher stopped".to_string())
+        );
+        fail::cfg("watch::events_lost", "panic(inotify went away)").unwrap();
+        let ended = super::keep_in_sync(&settings, &stop, &gate, &mut |_| {});
+        assert_eq!(
+            ended,
+            Err("the watcher crashed: inotify went away".to_string())
+        );
+        scenario.teardown();
+        // Asked to stop, it stops quietly.
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            super::keep_in_sync(&settings, &stop, &gate, &mut |_| {}),
+            Ok(())
         );
     }
 }

@@ -14,7 +14,7 @@ use carrel::models::ModelConfig;
 use carrel::{Library, LibraryConfig, LibraryDirFrom};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{AppError, ErrorKind, Result};
+use crate::error::Result;
 
 /// The user's choices, kept in `settings.json` in the data folder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
@@ -39,22 +39,42 @@ impl Settings {
         Ok(carrel::default_data_dir()?.join("settings.json"))
     }
 
-    /// The saved settings; defaults when there are none. A file that does
-    /// not parse is an error, never silently replaced.
-    pub fn load() -> Result<Settings> {
-        let path = Settings::path()?;
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                AppError::new(
-                    ErrorKind::BadInput,
-                    format!(
-                        "{} is not valid settings ({e}); fix or delete it",
-                        path.display()
-                    ),
-                )
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
-            Err(e) => Err(carrel::Error::io(&path, e).into()),
+    /// The saved settings, or the defaults: when there are none, and when
+    /// the file cannot be used, with the [`SettingsProblem`] the user is
+    /// shown. Fails only when there is no data folder at all.
+    pub fn load() -> Result<(Settings, Option<SettingsProblem>)> {
+        Ok(Settings::load_from(&Settings::path()?))
+    }
+
+    /// [`Settings::load`] from `path`. A file that does not parse is never
+    /// replaced: it is renamed aside (see [`set_aside`]) before anything
+    /// could save over it.
+    pub fn load_from(path: &Path) -> (Settings, Option<SettingsProblem>) {
+        let problem = |error: String, kept_at: Option<PathBuf>| SettingsProblem {
+            path: path.display().to_string(),
+            error,
+            kept_at: kept_at.map(|p| p.display().to_string()),
+        };
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return (Settings::default(), None);
+            }
+            // Unreadable, not bad: it stays where it is.
+            Err(e) => return (Settings::default(), Some(problem(e.to_string(), None))),
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(settings) => (settings, None),
+            Err(e) => {
+                let p = match set_aside(path) {
+                    Ok(bad) => problem(e.to_string(), Some(bad)),
+                    Err(moving) => {
+                        problem(format!("{e}; it could not be moved aside: {moving}"), None)
+                    }
+                };
+                tracing::error!(path = %p.path, kept_at = ?p.kept_at, "settings are not valid: {}; using defaults", p.error);
+                (Settings::default(), Some(p))
+            }
         }
     }
 
@@ -87,23 +107,76 @@ impl Settings {
     }
 }
 
+/// `settings.json` could not be used at startup: the app runs on the
+/// defaults, and says so until the user has seen it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+pub struct SettingsProblem {
+    /// The settings file that was read.
+    pub path: String,
+    /// Why it could not be used, in the parser's or the file system's words.
+    pub error: String,
+    /// Where the unusable file was moved, so that nothing written in it is
+    /// lost; none when it was not moved (it could not be read, or moved).
+    pub kept_at: Option<String>,
+}
+
+/// Renames `path` to `<name>.bad`, or `<name>.bad.1`, `.bad.2`… when an
+/// earlier bad copy is there: a bad copy is never overwritten or deleted.
+fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let free = (0..1000)
+        .map(|n| match n {
+            0 => path.with_file_name(format!("{name}.bad")),
+            n => path.with_file_name(format!("{name}.bad.{n}")),
+        })
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .ok_or_else(|| std::io::Error::other("a thousand bad copies are already there"))?;
+    std::fs::rename(path, &free)?;
+    Ok(free)
+}
+
+/// Whether the watcher that keeps folders and URLs in sync is running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum WatcherHealth {
+    Running,
+    /// It stopped on its own (an error or a crash), not because it was
+    /// replaced: nothing is kept in sync until it is started again.
+    Stopped {
+        reason: String,
+    },
+}
+
+/// The running watcher: its stop flag, and why it stopped if it did.
+struct Watcher {
+    stop: Arc<AtomicBool>,
+    stopped: Option<String>,
+}
+
 pub struct AppState {
     library: Arc<Mutex<Library>>,
     settings: Mutex<Settings>,
-    /// Stops the running watcher (see `spawn_watcher`).
-    watcher: Mutex<Option<Arc<AtomicBool>>>,
+    /// The running watcher (see `spawn_watcher`).
+    watcher: Mutex<Option<Watcher>>,
+    /// Why `settings.json` was not used at startup, if it was not.
+    settings_problem: Option<SettingsProblem>,
     /// Held by every watch sync, the watcher's and a new watch's first one.
     sync_gate: Arc<Mutex<()>>,
     pub started: Instant,
 }
 
 impl AppState {
-    pub fn open(settings: Settings, started: Instant) -> Result<AppState> {
+    pub fn open(
+        settings: Settings,
+        settings_problem: Option<SettingsProblem>,
+        started: Instant,
+    ) -> Result<AppState> {
         let library = Library::open(settings.library_config()?)?;
         Ok(AppState {
             library: Arc::new(Mutex::new(library)),
             settings: Mutex::new(settings),
             watcher: Mutex::new(None),
+            settings_problem,
             sync_gate: Arc::default(),
             started,
         })
@@ -132,10 +205,38 @@ impl AppState {
         self.sync_gate.clone()
     }
 
+    pub fn settings_problem(&self) -> Option<SettingsProblem> {
+        self.settings_problem.clone()
+    }
+
     /// Stops the running watcher, if any, and keeps the new one's stop flag.
     pub fn replace_watcher(&self, stop: Arc<AtomicBool>) {
-        if let Some(old) = lock(&self.watcher).replace(stop) {
-            old.store(true, Ordering::SeqCst);
+        let new = Watcher {
+            stop,
+            stopped: None,
+        };
+        if let Some(old) = lock(&self.watcher).replace(new) {
+            old.stop.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// The watcher with this stop flag ended on its own, for `reason`.
+    /// Recorded only if it is still the current one (a replaced watcher
+    /// ending is no news); returns whether it was.
+    pub fn watcher_stopped(&self, stop: &Arc<AtomicBool>, reason: String) -> bool {
+        match lock(&self.watcher).as_mut() {
+            Some(w) if Arc::ptr_eq(&w.stop, stop) && !stop.load(Ordering::SeqCst) => {
+                w.stopped = Some(reason);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn watcher_health(&self) -> WatcherHealth {
+        match lock(&self.watcher).as_ref().and_then(|w| w.stopped.clone()) {
+            Some(reason) => WatcherHealth::Stopped { reason },
+            None => WatcherHealth::Running,
         }
     }
 }
@@ -157,7 +258,7 @@ mod tests {
             library_dir: Some(dir.path().display().to_string()),
             threads: 1,
         };
-        let state = AppState::open(settings, Instant::now()).unwrap();
+        let state = AppState::open(settings, None, Instant::now()).unwrap();
         let (first, second) = (
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicBool::new(false)),
@@ -170,5 +271,72 @@ mod tests {
             "the old library's watcher still runs"
         );
         assert!(!second.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_corrupt_settings_file_is_kept_aside_as_settings_json_bad() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, b"{\"threads\": 2,").unwrap();
+        let (settings, problem) = Settings::load_from(&path);
+        assert_eq!(settings, Settings::default());
+        let problem = problem.expect("the user is told");
+        let bad = dir.path().join("settings.json.bad");
+        assert_eq!(problem.kept_at.as_deref(), Some(bad.to_str().unwrap()));
+        assert!(problem.error.contains("line 1"), "{}", problem.error);
+        assert_eq!(std::fs::read(&bad).unwrap(), b"{\"threads\": 2,");
+        assert!(!path.exists(), "the next save must not meet the bad file");
+
+        // A second bad file never replaces the first bad copy.
+        std::fs::write(&path, b"threads = 2").unwrap();
+        let (_, problem) = Settings::load_from(&path);
+        let second = dir.path().join("settings.json.bad.1");
+        assert_eq!(
+            problem.unwrap().kept_at.as_deref(),
+            Some(second.to_str().unwrap())
+        );
+        assert_eq!(std::fs::read(&bad).unwrap(), b"{\"threads\": 2,");
+        assert_eq!(std::fs::read(&second).unwrap(), b"threads = 2");
+    }
+
+    #[test]
+    fn settings_that_parse_or_are_absent_are_no_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        assert_eq!(Settings::load_from(&path), (Settings::default(), None));
+        let mine = Settings {
+            library_dir: Some("/somewhere".into()),
+            threads: 3,
+        };
+        std::fs::write(&path, serde_json::to_vec(&mine).unwrap()).unwrap();
+        assert_eq!(Settings::load_from(&path), (mine, None));
+    }
+
+    #[test]
+    fn only_the_current_watcher_stopping_is_news() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            library_dir: Some(dir.path().display().to_string()),
+            threads: 1,
+        };
+        let state = AppState::open(settings, None, Instant::now()).unwrap();
+        let (old, new) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        state.replace_watcher(old.clone());
+        state.replace_watcher(new.clone());
+        assert!(!state.watcher_stopped(&old, "replaced, then failed".into()));
+        assert_eq!(state.watcher_health(), WatcherHealth::Running);
+        assert!(state.watcher_stopped(&new, "the file watcher stopped".into()));
+        assert_eq!(
+            state.watcher_health(),
+            WatcherHealth::Stopped {
+                reason: "the file watcher stopped".into()
+            }
+        );
+        // Started again: running, until it says otherwise.
+        state.replace_watcher(Arc::new(AtomicBool::new(false)));
+        assert_eq!(state.watcher_health(), WatcherHealth::Running);
     }
 }

@@ -24,6 +24,14 @@ impl Source {
 use super::Failure;
 use crate::extract::Kind;
 
+/// Whether a folder walk takes an entry: anything but folders and links,
+/// when Carrel reads its extension. FIFOs, sockets and devices are taken
+/// too, so that they are listed as broken with a reason rather than skipped
+/// unseen. The one rule for `carrel add` and for watched folders.
+pub fn takes(file_type: std::fs::FileType, path: &std::path::Path) -> bool {
+    !file_type.is_dir() && !file_type.is_symlink() && Kind::from_extension(path).is_some()
+}
+
 /// Expands inputs into sources (absolute paths, URLs), in a stable order.
 /// Inputs that cannot be taken at all become failures; the rest go on.
 pub fn expand(inputs: &[String]) -> (Vec<Source>, Vec<Failure>) {
@@ -54,13 +62,7 @@ pub fn expand(inputs: &[String]) -> (Vec<Source>, Vec<Failure>) {
                 });
             for entry in walker {
                 match entry {
-                    // FIFOs, sockets and devices are taken too, so that they are
-                    // listed as broken with a reason rather than skipped unseen.
-                    Ok(e)
-                        if !e.file_type().is_dir()
-                            && !e.file_type().is_symlink()
-                            && Kind::from_extension(e.path()).is_some() =>
-                    {
+                    Ok(e) if takes(e.file_type(), e.path()) => {
                         files.push(Source::File(e.into_path()))
                     }
                     Ok(_) => {}

@@ -49,6 +49,15 @@ export const commands = {
 	 *  process started (the cold-start figure), and logs it.
 	 */
 	firstPaint: () => typedError<number | null, AppError>(__TAURI_INVOKE("first_paint")),
+	/**
+	 *  Why `settings.json` was not used at startup, if it was not: the app
+	 *  then runs on the defaults, and the file is kept aside.
+	 */
+	settingsProblem: () => typedError<SettingsProblem | null, AppError>(__TAURI_INVOKE("settings_problem")),
+	/**  Whether folders and URLs are being kept in sync, or why not. */
+	watcherHealth: () => typedError<WatcherHealth, AppError>(__TAURI_INVOKE("watcher_health")),
+	/**  Starts the watcher again after it stopped on its own. */
+	restartWatcher: () => typedError<WatcherHealth, AppError>(__TAURI_INVOKE("restart_watcher")),
 };
 
 /** Events */
@@ -56,6 +65,7 @@ export const events = {
 	dropHover: makeEvent<DropHover, DropHover>("drop-hover"),
 	filesDropped: makeEvent<FilesDropped, FilesDropped>("files-dropped"),
 	libraryChanged: makeEvent<LibraryChanged, LibraryChanged>("library-changed"),
+	watcherStopped: makeEvent<WatcherStopped, WatcherStopped>("watcher-stopped"),
 };
 
 /* Types */
@@ -459,6 +469,22 @@ export type Settings = {
 	threads: number,
 };
 
+/**
+ *  `settings.json` could not be used at startup: the app runs on the
+ *  defaults, and says so until the user has seen it.
+ */
+export type SettingsProblem = {
+	/**  The settings file that was read. */
+	path: string,
+	/**  Why it could not be used, in the parser's or the file system's words. */
+	error: string,
+	/**
+	 *  Where the unusable file was moved, so that nothing written in it is
+	 *  lost; none when it was not moved (it could not be read, or moved).
+	 */
+	kept_at: string | null,
+};
+
 export type Statement = {
 	text: string,
 	/**  Passage numbers, as `[n]` in the answer. */
@@ -527,6 +553,23 @@ export type Watch = {
 };
 
 export type WatchKind = "folder" | "url";
+
+/**  Whether the watcher that keeps folders and URLs in sync is running. */
+export type WatcherHealth = { state: "running" } | 
+/**
+ *  It stopped on its own (an error or a crash), not because it was
+ *  replaced: nothing is kept in sync until it is started again.
+ */
+{ state: "stopped"; reason: string };
+
+/**
+ *  The watcher stopped on its own: folders and URLs are no longer kept in
+ *  sync until it is started again (`restart_watcher`, or a restart).
+ */
+export type WatcherStopped = {
+	/**  Why, in a sentence. */
+	reason: string,
+};
 
 /* Tauri Specta runtime */
 async function typedError<T, E>(result: Promise<T>): Promise<{ status: "ok"; data: T } | { status: "error"; error: E }> {

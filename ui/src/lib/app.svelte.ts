@@ -2,7 +2,15 @@
 // ingest job. Pages read and call these; only this file talks to the
 // library list.
 import { Channel } from "@tauri-apps/api/core";
-import { commands, type AddReport, type DocumentRow, type Progress, type Watch } from "../bindings";
+import {
+  commands,
+  type AddReport,
+  type DocumentRow,
+  type Progress,
+  type SettingsProblem,
+  type Watch,
+  type WatcherHealth,
+} from "../bindings";
 import { call, errorText } from "./api";
 
 export type Page =
@@ -20,6 +28,11 @@ class AppState {
   listError = $state<string | null>(null);
   watches = $state<Watch[]>([]);
   watchError = $state<string | null>(null);
+  /** Whether the watcher keeps the watches in sync; null until asked. */
+  watcher = $state<WatcherHealth | null>(null);
+  watcherError = $state<string | null>(null);
+  /** settings.json could not be used at startup (the app runs on defaults). */
+  settingsProblem = $state<SettingsProblem | null>(null);
   /** Whether added folders and URLs become watches; remembered. */
   keepInSync = $state(localStorage.getItem(KEEP_IN_SYNC) !== "false");
   progress = $state<Progress | null>(null);
@@ -55,7 +68,39 @@ class AppState {
           this.watchError = errorText(e);
         }
       })(),
+      this.checkWatcher(),
     ]);
+  }
+
+  /** Asks whether the watcher still runs (it may have stopped before the UI listened). */
+  async checkWatcher() {
+    try {
+      this.watcher = await call(commands.watcherHealth());
+      this.watcherError = null;
+    } catch (e) {
+      this.watcher = null;
+      this.watcherError = errorText(e);
+    }
+  }
+
+  /** Starts the watcher again after it stopped on its own. */
+  async restartWatcher() {
+    this.watcherError = null;
+    try {
+      this.watcher = await call(commands.restartWatcher());
+    } catch (e) {
+      this.watcherError = errorText(e);
+    }
+  }
+
+  /** Asked once at startup: was settings.json unusable? */
+  async loadSettingsProblem() {
+    try {
+      this.settingsProblem = await call(commands.settingsProblem());
+    } catch (e) {
+      // Not knowing is said too: the settings in use may not be the user's.
+      this.settingsProblem = { path: "settings.json", error: `could not be checked: ${errorText(e)}`, kept_at: null };
+    }
   }
 
   setKeepInSync(on: boolean) {

@@ -51,8 +51,13 @@ export async function open(browser, url, engine, { debug = false } = {}) {
   await page.addInitScript(`
     window.__CALLS__ = [];
     // Every load of the Library and Chat pages lists the watches and the kept
-    // chat; a test that is not about them need not say there are none.
-    const engine = { list_watches: () => [], chat_history: () => [], ...${source} };
+    // chat, and asks whether the watcher runs and the settings were usable;
+    // a test that is not about them need not say all is well.
+    const engine = {
+      list_watches: () => [], chat_history: () => [],
+      watcher_health: () => ({ state: "running" }), settings_problem: () => null,
+      ...${source}
+    };
     window.__CARREL_MOCK__ = async (cmd, args) => {
       window.__CALLS__.push([cmd, args]);
       if (cmd.startsWith("plugin:event|")) return 0;

@@ -380,3 +380,68 @@ test("files dropped on the window are added, and a watch's change reloads the li
   await page.getByRole("status").filter({ hasText: "could not be read: source missing" }).waitFor();
   await page.close();
 });
+
+test("a settings file that could not be read is shown with the parser's words and where the bad copy is", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    settings_problem: () => ({
+      path: "/home/ana/.local/share/app.carrel/settings.json",
+      error: "expected `,` or `}` at line 3 column 1",
+      kept_at: "/home/ana/.local/share/app.carrel/settings.json.bad",
+    }),
+    get_settings: () => ({
+      settings: { library_dir: null, threads: 1 }, library_dir: "/home/ana/.local/share/app.carrel/library",
+      library_from_env: false, models_dir: "/m", answerer: "extractive", version: "0.1.0",
+    }),
+  });
+  const banner = page.getByTestId("settings-problem");
+  await banner.waitFor();
+  const text = await banner.innerText();
+  assert.match(text, /settings could not be read, so Carrel started with the default settings/);
+  assert.match(text, /settings\.json: expected `,` or `}` at line 3 column 1/);
+  assert.match(await page.getByTestId("settings-kept-at").innerText(), /kept as \/home\/ana\/\.local\/share\/app\.carrel\/settings\.json\.bad/);
+  assert.equal(await page.getByTestId("doc-table").count(), 1, "the app works on the defaults meanwhile");
+  await banner.getByRole("button", { name: "Dismiss" }).click();
+  assert.equal(await page.getByTestId("settings-problem").count(), 0);
+  // The Settings page keeps saying it, where the settings are chosen again.
+  await page.locator('[data-nav="settings"]').click();
+  await page.getByTestId("settings-problem").waitFor();
+  assert.match(await page.getByTestId("settings-problem").innerText(), /settings\.json\.bad/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a watcher that stopped shows in Kept in sync with its reason, and starts again", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    list_watches: () => [
+      { id: 1, target: "/home/ana/notes", kind: "folder", interval_s: 3600, include: [], exclude: [],
+        allow_private: false, created_at: 1, synced_at: Math.floor(Date.now() / 1000) - 60, last_error: null },
+    ],
+    // Stopped before the page listened: the page asks, not only listens.
+    watcher_health: () => (window.__restarted
+      ? { state: "running" }
+      : { state: "stopped", reason: "watching failed: the file watcher stopped" }),
+    restart_watcher: () => {
+      window.__restarted = true;
+      return { state: "running" };
+    },
+  });
+  const stopped = page.getByTestId("watcher-stopped");
+  await stopped.waitFor();
+  const text = await stopped.innerText();
+  assert.match(text, /no longer kept in sync/);
+  assert.match(text, /The watcher stopped: watching failed: the file watcher stopped/);
+  assert.match(text, /restart Carrel/);
+  assert.match(await page.getByTestId("watches").locator("summary").innerText(), /not syncing: the watcher stopped/);
+  await page.getByTestId("restart-watcher").click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid="watcher-stopped"]'));
+  assert.ok(await page.evaluate(() => window.__CALLS__.some(([c]) => c === "restart_watcher")));
+
+  // A watcher that dies while the page is open says so by its event.
+  await page.evaluate(() => window.__CARREL_EMIT__("watcher-stopped", { reason: "the watcher crashed: inotify went away" }));
+  await stopped.waitFor();
+  assert.match(await stopped.innerText(), /The watcher stopped: the watcher crashed: inotify went away/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
