@@ -126,9 +126,9 @@ reranker: models
 ## FUZZ_SECONDS, one after another; each prints its executions and outcomes.
 ## `cargo test` runs the same targets as a smoke of a few seconds each. A
 ## failure names its shrunk input under $(BIN)/tmp/fuzz-crashes/. Like
-## `eval`, it builds the tree as is (the shell's build wants ui/dist: `make ui`).
+## the other targets, it builds the UI first (the shell's build embeds ui/dist).
 FUZZ_SECONDS ?= 60
-fuzz:
+fuzz: models ui
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --all-targets -- fuzz_ --nocapture --test-threads=1
 
 ## Regenerate the committed bad-input fixtures (needs pypdf).
