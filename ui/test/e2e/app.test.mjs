@@ -78,7 +78,7 @@ after(async () => {
   driver?.kill();
   // Kept beside the screenshots: what the app logged during the journeys.
   writeFileSync(join(shots, "app.log"), appLog(100000));
-  rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+  await removeWhenQuiet(home);
 });
 
 const $t = (id) => browser.$(`[data-testid="${id}"]`);
@@ -233,3 +233,17 @@ test("after a restart the chat is still there, answered and cited", async () => 
   assert.ok((await browser.$$('[data-testid="citation"]')).length > 0, "the kept answer keeps its citations");
   await shot("11-chat-after-restart");
 });
+
+// The app's WebKit helper processes outlive its window for a moment and may
+// still write under its home: wait until the folder can go (up to 60 s).
+async function removeWhenQuiet(dir) {
+  for (let tries = 0; ; tries++) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      return;
+    } catch (e) {
+      if (tries >= 300) throw e;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}

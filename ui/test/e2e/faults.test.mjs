@@ -137,7 +137,7 @@ after(async () => {
   llm?.release();
   llm?.server.close();
   writeFileSync(join(shots, "faults-app.log"), appLog(100000));
-  rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+  await removeWhenQuiet(home);
 });
 
 test("a corrupt settings.json is shown as an error and kept aside as settings.json.bad", async () => {
@@ -275,3 +275,17 @@ test("a watcher that dies shows on the Library page, with its reason and what to
   assert.equal((await browser.$$('[data-testid="settings-problem"]')).length, 0);
   await shot("f06-watcher-stopped");
 });
+
+// The app's WebKit helper processes outlive its window for a moment and may
+// still write under its home: wait until the folder can go (up to 60 s).
+async function removeWhenQuiet(dir) {
+  for (let tries = 0; ; tries++) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      return;
+    } catch (e) {
+      if (tries >= 300) throw e;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
