@@ -290,7 +290,7 @@ fn run_target<S: Strategy>(
             break Ok(());
         }
         let rng = master.new_rng();
-        let batch = TestRunner::new_with_rng(config(n), rng).run(&strategy, &counted);
+        let batch = TestRunner::new_with_rng(config(n), rng).run(&strategy, counted);
         if let Some(path) = &child_report {
             report().write(path);
         }

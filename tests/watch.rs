@@ -720,7 +720,13 @@ fn a_file_added_by_hand_while_a_watch_syncs_it_is_unchanged_for_the_watch() {
     let r = watch::sync(&mut lib, &w, &mut |p| {
         if p.current.ends_with("b.md") && !raced {
             raced = true;
-            assert_eq!(by_hand.add(&[a.clone()], &mut |_| {}).unwrap().added, 1);
+            assert_eq!(
+                by_hand
+                    .add(std::slice::from_ref(&a), &mut |_| {})
+                    .unwrap()
+                    .added,
+                1
+            );
         }
     })
     .expect("the second writer of a.md must not fail");
