@@ -1,5 +1,5 @@
 //! Extraction in a child process that may die. Untrusted bytes go to a worker
-//! (the running binary re-executed with [`WORKER_ARG`]) that has a wall-clock
+//! (a Carrel binary re-executed with [`WORKER_ARG`]) that has a wall-clock
 //! limit, an address-space limit and its own stack. A stack overflow, an
 //! abort, a hang or an out-of-memory kills only the worker, and becomes a
 //! listed [`BrokenReason`]; the batch and the app go on.
