@@ -4,11 +4,11 @@
 // Each page is saved as a screenshot in $CARREL_SCREENSHOTS.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { remote } from "webdriverio";
+import { removeWhenQuiet, startDriver } from "./harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../../..");
 const app = process.env.CARREL_APP_BIN;
@@ -48,15 +48,11 @@ before(async () => {
   cpSync(join(repo, "fixtures/docs"), inbox, { recursive: true });
   cpSync(join(repo, "fixtures/xss"), inbox, { recursive: true });
   for (const bad of ["zero.txt", "truncated.pdf"]) cpSync(join(repo, "fixtures/bad", bad), join(inbox, bad));
-  driver = spawn(driverBin, ["--port", "4444", "--native-port", "4445"], {
-    stdio: ["ignore", "inherit", "inherit"],
-    env: {
-      ...process.env,
-      CARREL_LIBRARY: join(home, "library"),
-      XDG_DATA_HOME: join(home, "data"),
-    },
+  driver = await startDriver(driverBin, 4444, {
+    ...process.env,
+    CARREL_LIBRARY: join(home, "library"),
+    XDG_DATA_HOME: join(home, "data"),
   });
-  await new Promise((r) => setTimeout(r, 1500));
   browser = await launchApp();
 });
 
@@ -233,17 +229,3 @@ test("after a restart the chat is still there, answered and cited", async () => 
   assert.ok((await browser.$$('[data-testid="citation"]')).length > 0, "the kept answer keeps its citations");
   await shot("11-chat-after-restart");
 });
-
-// The app's WebKit helper processes outlive its window for a moment and may
-// still write under its home: wait until the folder can go (up to 60 s).
-async function removeWhenQuiet(dir) {
-  for (let tries = 0; ; tries++) {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-      return;
-    } catch (e) {
-      if (tries >= 300) throw e;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}

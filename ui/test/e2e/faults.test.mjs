@@ -5,12 +5,13 @@
 // tauri-driver, on other ports than app.test.mjs. Run by `make e2e`.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createServer } from "node:http";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { remote } from "webdriverio";
+import { removeWhenQuiet, startDriver } from "./harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../../..");
 const app = process.env.CARREL_APP_BIN;
@@ -81,19 +82,14 @@ async function slowLlm() {
 }
 
 /** tauri-driver with `env` on top of ours: the app it starts inherits it. */
-async function startDriver(env) {
-  const d = spawn(driverBin, ["--port", String(PORT), "--native-port", String(PORT + 1)], {
-    stdio: ["ignore", "inherit", "inherit"],
-    env: {
-      ...process.env,
-      CARREL_LIBRARY: join(home, "library"),
-      XDG_DATA_HOME: join(home, "data"),
-      NO_PROXY: "127.0.0.1,localhost",
-      ...env,
-    },
+function driverWith(env) {
+  return startDriver(driverBin, PORT, {
+    ...process.env,
+    CARREL_LIBRARY: join(home, "library"),
+    XDG_DATA_HOME: join(home, "data"),
+    NO_PROXY: "127.0.0.1,localhost",
+    ...env,
   });
-  await new Promise((r) => setTimeout(r, 1500));
-  return d;
 }
 
 function launchApp() {
@@ -128,7 +124,7 @@ before(async () => {
   mkdirSync(join(home, "one"));
   cpSync(join(repo, "fixtures/docs/sourdough-starter.md"), join(home, "one", "sourdough-starter.md"));
   llm = await slowLlm();
-  driver = await startDriver({ CARREL_LLM_URL: llm.url, CARREL_LLM_MODEL: "qwen2.5-0.5b-instruct" });
+  driver = await driverWith({ CARREL_LLM_URL: llm.url, CARREL_LLM_MODEL: "qwen2.5-0.5b-instruct" });
   browser = await launchApp();
 });
 
@@ -259,7 +255,7 @@ test("a watcher that dies shows on the Library page, with its reason and what to
   await stopApp();
   // The same library, started again with the watcher's event channel
   // closing at a fault point, as when notify's own thread dies.
-  driver = await startDriver({ FAILPOINTS: "watch::events_lost=return" });
+  driver = await driverWith({ FAILPOINTS: "watch::events_lost=return" });
   browser = await launchApp();
   const stopped = await $t("watcher-stopped");
   await stopped.waitForDisplayed({ timeout: 60000 });
@@ -275,17 +271,3 @@ test("a watcher that dies shows on the Library page, with its reason and what to
   assert.equal((await browser.$$('[data-testid="settings-problem"]')).length, 0);
   await shot("f06-watcher-stopped");
 });
-
-// The app's WebKit helper processes outlive its window for a moment and may
-// still write under its home: wait until the folder can go (up to 60 s).
-async function removeWhenQuiet(dir) {
-  for (let tries = 0; ; tries++) {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-      return;
-    } catch (e) {
-      if (tries >= 300) throw e;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
