@@ -402,4 +402,11 @@ fn stale_vectors_make_the_lanes_say_so_until_the_watcher_reembeds_them() {
     let r = lib.match_query("feeding a sourdough starter", 5).unwrap();
     assert_eq!(r.topic.state(), "ready", "{:?}", r.topic.reason());
     assert!(!r.topic.hits().is_empty());
+
+    // Another process re-embeds with the other model: this library's lanes
+    // see it at once (the coverage they cache follows the database).
+    let mut other = open(lib_dir.path());
+    assert_eq!(other.refresh(&mut no_progress()).unwrap(), 2);
+    let r = lib.match_query("feeding a sourdough starter", 5).unwrap();
+    assert_eq!(r.topic.state(), "unavailable", "{:?}", r.topic.reason());
 }

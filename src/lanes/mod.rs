@@ -129,6 +129,9 @@ pub struct Cache {
     pub query_vectors: HashMap<(String, String), Vec<f32>>,
     /// (query, content hash, reranker id) → logit.
     pub rerank: HashMap<(String, String, String), f32>,
+    /// The lanes' coverage (see [`Coverage`]), keyed by the database's
+    /// `data_version` and the fingerprints it was counted for.
+    pub coverage: Option<((i64, String), (Coverage, Coverage))>,
 }
 
 /// A query as both lanes see it: its text, its embedding, and how many hits

@@ -135,6 +135,14 @@ impl Store {
             .collect()
     }
 
+    /// Changes whenever another connection commits (this connection's own
+    /// commits leave it as it is).
+    pub fn data_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
     pub fn integrity_check(&self) -> Result<String> {
         Ok(self
             .conn
