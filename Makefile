@@ -26,6 +26,7 @@ run: models app
 ## The UI in chromium with mocked IPC; then the real window end to end.
 test: models desktop-deps ui lint
 	$(CARGO) test --all-targets --no-fail-fast
+	$(CARGO) test --doc
 	./tools/mcp-client-test.sh
 	$(MAKE) ui-test e2e
 	$(MAKE) eval

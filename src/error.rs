@@ -96,11 +96,8 @@ pub enum Error {
     )]
     NoDataDir,
 
-    #[error("{}", crate::answer::mention::describe(token, resolution))]
-    Mention {
-        token: String,
-        resolution: crate::answer::Resolution,
-    },
+    #[error(transparent)]
+    Mention(#[from] crate::mention::MentionError),
 
     #[error(transparent)]
     Worker(#[from] crate::extract::worker::WorkerUnavailable),

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::ingest::Source;
+use crate::score::Scale;
 use crate::{Library, LibraryConfig, Progress};
 
 /// Ranks scored by every metric.
@@ -387,7 +388,7 @@ pub fn run(
             .iter()
             .filter(|c| crate::lanes::subject::SUBJECT_FLOOR.admits(c.cosine))
             .collect();
-        eligible.sort_by(|a, b| b.cosine.0.total_cmp(&a.cosine.0));
+        eligible.sort_by(|a, b| a.cosine.rank(b.cosine));
         let cosine_docs: Vec<String> = eligible
             .iter()
             .filter_map(|c| doc_ids.get(&c.doc).cloned())

@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
-use carrel::answer::mention;
 use carrel::extract::worker::Isolation;
 use carrel::extract::{self, BrokenReason, Extracted, Kind};
+use carrel::mention;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};

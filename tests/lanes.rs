@@ -208,12 +208,12 @@ fn the_cross_encoder_orders_but_cosine_is_the_number_shown() {
     assert_eq!(log.len(), n);
     assert!(
         log.iter()
-            .any(|e| e.scale == "rerank_logit" && e.scorer == "cross-encoder:fake@test")
+            .any(|e| e.score.scale() == "rerank_logit" && e.scorer == "cross-encoder:fake@test")
     );
     assert!(
         log.iter()
             .filter(|e| e.lane == "topic")
-            .all(|e| e.scale == "cosine" && e.scorer.starts_with("cosine:"))
+            .all(|e| e.score.scale() == "cosine" && e.scorer.starts_with("cosine:"))
     );
 }
 
@@ -366,7 +366,7 @@ fn weak_hits_keep_the_cosine_order_the_lane_saw() {
         .match_query("wild yeast culture kept in flour and water", 10)
         .unwrap();
     assert_eq!(r.subject.state(), "weak", "{:?}", r.subject.reason());
-    let cosines: Vec<f32> = r.subject.hits().iter().map(|h| h.cosine.0).collect();
+    let cosines: Vec<f32> = r.subject.hits().iter().map(|h| h.cosine.get()).collect();
     assert!(cosines.len() >= 2, "{cosines:?}");
     assert!(
         cosines.windows(2).all(|w| w[0] >= w[1]),

@@ -2,10 +2,10 @@
 //! is async and runs the engine on a blocking worker, never on the UI thread.
 
 use carrel::answer::history::ChatTurn;
-use carrel::answer::mention::{self, Mention, Resolution};
 use carrel::answer::{self, Answer, Answerer, MentionOption};
 use carrel::ingest::{AddReport, Progress};
 use carrel::lanes::{Detail, MatchView};
+use carrel::mention::{self, Mention, Resolution};
 use carrel::store::{DocumentRow, Watch};
 use carrel::{Doctor, DocumentText, Library, LibraryDirFrom};
 use serde::Serialize;
@@ -192,10 +192,10 @@ pub async fn ask(state: State<'_, AppState>, message: String) -> Result<Answer> 
         // never while an LLM writes it (up to two minutes): the list, the
         // documents and the match panel stay live meanwhile.
         let answerer = Answerer::from_env();
-        let prepared = answer::prepare(&mut lock(&lib), &message);
+        let prepared = answer::prepare(&mut *lock(&lib), &message);
         let asked = prepared.and_then(|p| {
             let drafted = answer::draft(&p, &answerer);
-            answer::finish(&lock(&lib), p, &answerer, drafted)
+            answer::finish(&*lock(&lib), p, &answerer, drafted)
         });
         let mut l = lock(&lib);
         // The turn is kept either way: an error is part of the conversation.

@@ -40,7 +40,7 @@ impl From<carrel::Error> for AppError {
         use carrel::Error as E;
         let kind = match &e {
             E::UnknownDocument(_) | E::UnknownWatch(_) | E::MissingSource(_) => ErrorKind::NotFound,
-            E::NotAFolder(_) | E::BadPattern(..) | E::Mention { .. } => ErrorKind::BadInput,
+            E::NotAFolder(_) | E::BadPattern(..) | E::Mention(_) => ErrorKind::BadInput,
             E::ModelMissing { .. }
             | E::ModelChecksum { .. }
             | E::Runtime { .. }

@@ -6,8 +6,7 @@
 use serde::Serialize;
 
 use super::Answer;
-use crate::Library;
-use crate::error::Result;
+use crate::store::StoredTurn;
 
 /// Turns the Chat page loads: enough to scroll back a session.
 pub const HISTORY_TURNS: usize = 200;
@@ -36,53 +35,34 @@ pub enum Reply {
     },
 }
 
-impl Library {
-    /// Keeps one turn: the answer, or the error asking raised.
-    pub fn keep_turn(
-        &mut self,
-        message: &str,
-        reply: std::result::Result<&Answer, &str>,
-    ) -> Result<i64> {
-        match reply {
-            Ok(answer) => {
-                let json = serde_json::to_string(answer).expect("answers serialise");
-                self.store().add_turn(message, Some(&json), None)
-            }
-            Err(error) => self.store().add_turn(message, None, Some(error)),
+impl ChatTurn {
+    /// A kept turn as the Chat page shows it; an answer this build cannot
+    /// read is [`Reply::Unreadable`], never dropped.
+    pub fn from_stored(t: StoredTurn) -> ChatTurn {
+        let reply = match (t.answer, t.error) {
+            (Some(json), _) => match serde_json::from_str(&json) {
+                Ok(answer) => Reply::Answer { answer },
+                Err(e) => Reply::Unreadable {
+                    reason: format!(
+                        "this answer was kept by another version of Carrel and cannot be shown ({e}); ask again"
+                    ),
+                },
+            },
+            (None, Some(message)) => Reply::Error { message },
+            (None, None) => Reply::Unreadable {
+                reason: "this turn was kept without its answer".into(),
+            },
+        };
+        ChatTurn {
+            id: t.id,
+            asked_at: t.asked_at,
+            message: t.message,
+            reply,
         }
     }
+}
 
-    /// The newest [`HISTORY_TURNS`] turns, oldest first.
-    pub fn chat_history(&self) -> Result<Vec<ChatTurn>> {
-        Ok(self
-            .store()
-            .turns(HISTORY_TURNS)?
-            .into_iter()
-            .map(|t| {
-                let reply = match (t.answer, t.error) {
-                    (Some(json), _) => match serde_json::from_str(&json) {
-                        Ok(answer) => Reply::Answer { answer },
-                        Err(e) => Reply::Unreadable {
-                            reason: format!("this answer was kept by another version of Carrel and cannot be shown ({e}); ask again"),
-                        },
-                    },
-                    (None, Some(message)) => Reply::Error { message },
-                    (None, None) => Reply::Unreadable {
-                        reason: "this turn was kept without its answer".into(),
-                    },
-                };
-                ChatTurn {
-                    id: t.id,
-                    asked_at: t.asked_at,
-                    message: t.message,
-                    reply,
-                }
-            })
-            .collect())
-    }
-
-    /// Forgets the chat; returns how many turns went.
-    pub fn clear_chat(&mut self) -> Result<usize> {
-        self.store().clear_turns()
-    }
+/// An answer as the chat keeps it.
+pub fn to_json(answer: &Answer) -> String {
+    serde_json::to_string(answer).expect("answers serialise")
 }

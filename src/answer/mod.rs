@@ -9,7 +9,6 @@
 
 pub mod cite;
 pub mod history;
-pub mod mention;
 pub mod provider;
 
 use std::collections::HashSet;
@@ -17,13 +16,13 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::Library;
-use crate::error::{Error, Result};
-use crate::lanes::{Cosine, ScorerId, ScorerKind};
-use crate::models::Fingerprints;
-use crate::store::{ChunkRow, Store};
+use crate::error::Result;
+use crate::lanes::MatchResponse;
+use crate::mention::{self, Mention, MentionError, Mentionable, Resolution};
+use crate::models::{Fingerprints, ModelConfig};
+use crate::score::{Cosine, Scale, ScorerId, ScorerKind};
+use crate::store::{ChunkRow, DocumentRow, Store};
 
-pub use mention::{Mention, Resolution, Suggestion};
 pub use provider::LlmConfig;
 
 /// Characters of passage text handed to the answerer, all documents together.
@@ -222,8 +221,35 @@ pub struct Answer {
     pub outcome: Outcome,
 }
 
+/// What an answer reads from: the library's documents, their passages and
+/// the lanes. [`crate::Library`] is the one implementation; `answer` sits
+/// below the facade and never reaches for it.
+pub trait Corpus {
+    /// Every document, with its state.
+    fn list(&self) -> Result<Vec<DocumentRow>>;
+    fn document(&self, id: i64) -> Result<DocumentRow>;
+    fn store(&self) -> &Store;
+    /// The models in use, whose fingerprints pick the vectors.
+    fn models(&self) -> &ModelConfig;
+    fn embed_query(&mut self, query: &str) -> Result<Vec<f32>>;
+    /// Both lanes, side by side.
+    fn match_query(&mut self, query: &str, top_k: usize) -> Result<MatchResponse>;
+}
+
+impl Mentionable for DocumentRow {
+    fn id(&self) -> i64 {
+        self.id
+    }
+    fn title(&self) -> &str {
+        &self.title
+    }
+    fn source(&self) -> &str {
+        &self.source
+    }
+}
+
 /// Each `@doc:` mention of `message` with what it refers to.
-pub fn resolve_mentions(lib: &Library, message: &str) -> Result<Vec<(Mention, Resolution)>> {
+pub fn resolve_mentions(lib: &dyn Corpus, message: &str) -> Result<Vec<(Mention, Resolution)>> {
     let docs = lib.list()?;
     Ok(mention::parse(message)
         .into_iter()
@@ -249,7 +275,11 @@ pub struct MentionOption {
 }
 
 /// The autocomplete for a partly typed mention, in [`mention::suggest`]'s order.
-pub fn complete_mention(lib: &Library, partial: &str, limit: usize) -> Result<Vec<MentionOption>> {
+pub fn complete_mention(
+    lib: &dyn Corpus,
+    partial: &str,
+    limit: usize,
+) -> Result<Vec<MentionOption>> {
     let docs = lib.list()?;
     mention::suggest(partial, &docs, limit)
         .into_iter()
@@ -279,7 +309,7 @@ pub fn complete_mention(lib: &Library, partial: &str, limit: usize) -> Result<Ve
 /// one go. A caller that shares the library (the app) runs the three itself
 /// and holds the library for the first and last only, never during an LLM's
 /// answer.
-pub fn ask(lib: &mut Library, message: &str, answerer: &Answerer) -> Result<Answer> {
+pub fn ask(lib: &mut dyn Corpus, message: &str, answerer: &Answerer) -> Result<Answer> {
     let prepared = prepare(lib, message)?;
     let drafted = draft(&prepared, answerer);
     finish(lib, prepared, answerer, drafted)
@@ -313,7 +343,7 @@ pub fn draft(prepared: &Prepared, answerer: &Answerer) -> Drafted {
 
 /// Checks every statement against the library and settles the outcome.
 pub fn finish(
-    lib: &Library,
+    lib: &dyn Corpus,
     prepared: Prepared,
     answerer: &Answerer,
     drafted: Drafted,
@@ -354,7 +384,7 @@ pub fn finish(
 }
 
 /// Resolves the mentions and builds the numbered context.
-pub fn prepare(lib: &mut Library, message: &str) -> Result<Prepared> {
+pub fn prepare(lib: &mut dyn Corpus, message: &str) -> Result<Prepared> {
     let mut mentions: Vec<Mentioned> = Vec::new();
     for (m, r) in resolve_mentions(lib, message)? {
         match r {
@@ -368,15 +398,16 @@ pub fn prepare(lib: &mut Library, message: &str) -> Result<Prepared> {
                 }
             }
             other => {
-                return Err(Error::Mention {
+                return Err(MentionError {
                     token: m.token,
                     resolution: other,
-                });
+                }
+                .into());
             }
         }
     }
     let question = mention::strip(message);
-    let fp = Fingerprints::of(&lib.config().models)?;
+    let fp = Fingerprints::of(&lib.models())?;
     let scorer = ScorerId {
         kind: ScorerKind::Cosine,
         model: fp.model.clone(),
@@ -421,8 +452,8 @@ pub fn prepare(lib: &mut Library, message: &str) -> Result<Prepared> {
             if !whole {
                 // The topic lane's scorer restricted to this document: best
                 // passages first, as many as the budget holds.
-                let key = |c: &Option<Cosine>| c.map(|c| c.0).unwrap_or(f32::MIN);
-                picked.sort_by(|(a, x), (b, y)| key(y).total_cmp(&key(x)).then(a.seq.cmp(&b.seq)));
+                let key = |c: &Option<Cosine>| c.unwrap_or(Cosine::new(f32::MIN));
+                picked.sort_by(|(a, x), (b, y)| key(x).rank(key(y)).then(a.seq.cmp(&b.seq)));
                 let mut used = 0;
                 picked.retain(|(c, _)| {
                     let n = c.text.chars().count();
@@ -488,7 +519,7 @@ pub fn prepare(lib: &mut Library, message: &str) -> Result<Prepared> {
                     .chunks_with_cosines(content, v, &fp.chunk)?
                     .into_iter()
                     .filter_map(|(c, cos)| cos.map(|cos| (c, cos)))
-                    .max_by(|a, b| a.1.0.total_cmp(&b.1.0));
+                    .max_by(|a, b| b.1.rank(a.1));
                 let Some((c, cos)) = best else {
                     continue;
                 };
@@ -583,8 +614,8 @@ fn extractive(question: &str, context: &[Passage]) -> Vec<Draft> {
         .all(|p| matches!(p.found, Found::Mention { .. }))
     {
         ranked.sort_by(|a, b| {
-            let key = |p: &Passage| p.cosine.map(|c| c.0).unwrap_or(f32::MIN);
-            key(b).total_cmp(&key(a)).then(a.n.cmp(&b.n))
+            let key = |p: &Passage| p.cosine.unwrap_or(Cosine::new(f32::MIN));
+            key(a).rank(key(b)).then(a.n.cmp(&b.n))
         });
     }
     let terms = crate::lanes::terms::stems(question);
@@ -797,7 +828,7 @@ mod tests {
             page: None,
             text: text.into(),
             found,
-            cosine: Some(Cosine(cosine)),
+            cosine: Some(Cosine::new(cosine)),
             scorer: ScorerId {
                 kind: ScorerKind::Cosine,
                 model: "m".into(),

@@ -582,7 +582,13 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 for e in &entries {
                     println!(
                         "{:<8} {:>5} {:>8.3} {:<13} {:<20} {:<50}  {}",
-                        e.lane, e.doc, e.score, e.scale, e.decision, e.scorer, e.query
+                        e.lane,
+                        e.doc,
+                        e.score.get(),
+                        e.score.scale(),
+                        e.decision,
+                        e.scorer,
+                        e.query
                     );
                 }
             }
@@ -854,11 +860,14 @@ fn print_match(r: &carrel::lanes::MatchResponse, explain: bool) {
     for h in r.subject.hits() {
         let rerank = h
             .rerank
-            .map(|l| format!("  rerank {:.2}", l.0))
+            .map(|l| format!("  rerank {:.2}", l.get()))
             .unwrap_or_default();
         println!(
             "  {:>5}  cosine {:.3}{rerank}  {}  [{}]",
-            h.doc, h.cosine.0, h.title, h.scorer
+            h.doc,
+            h.cosine.get(),
+            h.title,
+            h.scorer
         );
         if !h.why.is_empty() {
             println!("         {}", h.why);
@@ -885,7 +894,7 @@ fn print_match(r: &carrel::lanes::MatchResponse, explain: bool) {
         println!(
             "  {:>5}  cosine {:.3}  {}{page}",
             h.doc,
-            h.cosine.0,
+            h.cosine.get(),
             place.join(" > ")
         );
         let passage: String = h.passage.chars().take(160).collect();
@@ -912,7 +921,7 @@ fn print_match(r: &carrel::lanes::MatchResponse, explain: bool) {
             for c in cands.iter() {
                 let rerank = c
                     .rerank
-                    .map(|l| format!("{:.2}", l.0))
+                    .map(|l| format!("{:.2}", l.get()))
                     .unwrap_or_else(|| "-".into());
                 let path = c
                     .heading_path
@@ -922,7 +931,7 @@ fn print_match(r: &carrel::lanes::MatchResponse, explain: bool) {
                 println!(
                     "  {lane:<8} {:>5} cosine {:.3} rerank {rerank:>6}  {:<22} {} {path}",
                     c.doc,
-                    c.cosine.0,
+                    c.cosine.get(),
                     c.decision.as_str(),
                     c.title
                 );

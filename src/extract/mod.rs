@@ -334,8 +334,8 @@ pub fn isolated(
     bytes: &[u8],
     kind: Kind,
     limits: &worker::Isolation,
-) -> crate::Result<Result<Extracted, BrokenReason>> {
-    Ok(worker::extract(name, bytes, kind, limits)?)
+) -> Result<Result<Extracted, BrokenReason>, worker::WorkerUnavailable> {
+    worker::extract(name, bytes, kind, limits)
 }
 
 /// Normalises every section, drops empty ones and settles the title.

@@ -4,8 +4,9 @@
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{Candidate, Decision, ScorerId};
+use super::{Candidate, Decision};
 use crate::error::Result;
+use crate::score::{Scored, ScorerId};
 use crate::store::{Store, now};
 
 #[derive(Debug, Clone, Serialize)]
@@ -14,8 +15,9 @@ pub struct LogEntry {
     pub query: String,
     pub lane: String,
     pub doc: i64,
-    pub score: f64,
-    pub scale: String,
+    /// The number and the scale it is on, as `"score"` and `"scale"`.
+    #[serde(flatten)]
+    pub score: Scored,
     pub scorer: String,
     pub calibrated: bool,
     pub admitted: bool,
@@ -76,27 +78,21 @@ pub fn record(
         let at = now();
         for (lane, candidates, cosine_scorer, ce_scorer) in lanes {
             for c in *candidates {
-                let (score, scale, scorer, calibrated) = match (c.rerank, ce_scorer) {
+                let (score, scorer, calibrated) = match (c.rerank, ce_scorer) {
                     (Some(logit), Some(ce)) => (
-                        logit.0 as f64,
-                        "rerank_logit",
+                        Scored::RerankLogit(logit),
                         ce.to_string(),
                         super::subject::floor_calibrated_for(&ce.model),
                     ),
-                    _ => (
-                        c.cosine.0 as f64,
-                        "cosine",
-                        cosine_scorer.to_string(),
-                        false,
-                    ),
+                    _ => (Scored::Cosine(c.cosine), cosine_scorer.to_string(), false),
                 };
                 insert.execute(params![
                     at,
                     query,
                     lane,
                     c.doc,
-                    score,
-                    scale,
+                    score.get() as f64,
+                    score.scale(),
                     scorer,
                     calibrated,
                     c.decision == Decision::Admitted,
@@ -117,13 +113,20 @@ pub fn read(store: &Store, limit: usize) -> Result<Vec<LogEntry>> {
          FROM retrieval_log ORDER BY id DESC LIMIT ?1",
     )?;
     let rows = stmt.query_map([limit as i64], |r| {
+        let scale: String = r.get(5)?;
+        let score = Scored::from_parts(&scale, r.get(4)?).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                5,
+                rusqlite::types::Type::Text,
+                format!("unknown scale {scale}").into(),
+            )
+        })?;
         Ok(LogEntry {
             at: r.get(0)?,
             query: r.get(1)?,
             lane: r.get(2)?,
             doc: r.get(3)?,
-            score: r.get(4)?,
-            scale: r.get(5)?,
+            score,
             scorer: r.get(6)?,
             calibrated: r.get(7)?,
             admitted: r.get(8)?,

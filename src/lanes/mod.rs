@@ -12,7 +12,6 @@
 
 pub mod log;
 pub mod outcome;
-pub mod score;
 pub mod subject;
 pub mod terms;
 pub mod topic;
@@ -22,8 +21,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::score::{Cosine, RerankLogit, ScorerId};
+use crate::store::Coverage;
 pub use outcome::{LaneOutcome, LaneState, LaneView};
-pub use score::{Cosine, Floor, RerankLogit, ScorerId, ScorerKind};
 
 /// Chunks fetched by KNN before taking the best passage per document; wide
 /// enough that a long document's many passages do not crowd out the rest.
@@ -128,7 +128,7 @@ pub struct Candidate {
 pub struct Cache {
     pub query_vectors: HashMap<(String, String), Vec<f32>>,
     /// (query, content hash, reranker id) → logit.
-    pub rerank: HashMap<(String, String, String), f32>,
+    pub rerank: HashMap<(String, String, String), RerankLogit>,
     /// The lanes' coverage (see [`Coverage`]), keyed by the database's
     /// `data_version` and the fingerprints it was counted for.
     pub coverage: Option<((i64, String), (Coverage, Coverage))>,
@@ -187,28 +187,6 @@ impl<H> LaneRun<H> {
             weak: Vec::new(),
             candidates: Vec::new(),
         }
-    }
-}
-
-/// How much of the library a lane's index covers: indexed documents, and
-/// those whose vectors (chunks for the topic lane, cards for the subject
-/// lane) were made by another model and wait to be re-embedded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Coverage {
-    pub indexed: usize,
-    pub stale: usize,
-}
-
-impl Coverage {
-    /// What the lane cannot see, as a sentence; `None` when it sees it all.
-    fn shortfall(&self) -> Option<String> {
-        (self.stale > 0).then(|| {
-            format!(
-                "re-embedding {} of {} documents (their vectors were made by another model); \
-                 hits from them are missing until it finishes",
-                self.stale, self.indexed
-            )
-        })
     }
 }
 
@@ -326,6 +304,7 @@ impl MatchResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::score::ScorerKind;
 
     fn hit(doc: i64) -> TopicHit {
         TopicHit {
@@ -336,7 +315,7 @@ mod tests {
             heading_path: Vec::new(),
             passage: String::new(),
             page: None,
-            cosine: Cosine(0.1),
+            cosine: Cosine::new(0.1),
             scorer: ScorerId {
                 kind: ScorerKind::Cosine,
                 model: "m".into(),

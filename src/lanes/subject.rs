@@ -12,17 +12,17 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::score::{Cosine, Floor, RerankLogit, ScorerId, ScorerKind};
 use super::{
     Candidate, Decision, LaneQuery, LaneRun, SUBJECT_CANDIDATES, SubjectHit, Unready, locations,
 };
 use crate::error::Result;
 use crate::models::Reranker;
+use crate::score::{Cosine, Floor, RerankLogit, Scale, ScorerId, ScorerKind};
 use crate::store::{Store, vector_blob};
 
 /// Cards under this cosine are not candidates at all, not even weak ones.
 /// Below every floor, so ordinary browsing never pays for the reranker.
-pub const SUBJECT_GATE: Cosine = Cosine(0.15);
+pub const SUBJECT_GATE: Cosine = Cosine::new(0.15);
 
 /// Cosine eligibility floor, query vs card (all-MiniLM-L6-v2). On
 /// fixtures/labelled the relevant card scored 0.260–0.710 (n=26) and the best
@@ -31,7 +31,7 @@ pub const SUBJECT_GATE: Cosine = Cosine(0.15);
 /// floor only keeps every relevant card eligible (26 of 26 at 0.25) and bounds
 /// the cross-encoder's work; its own floor keeps noise out.
 pub const SUBJECT_FLOOR: Floor<Cosine> = Floor::new(
-    Cosine(0.25),
+    Cosine::new(0.25),
     "fixtures/labelled: relevant card 0.260–0.710 (n=26), noise best 0.096–0.387 (n=13)",
 );
 
@@ -47,7 +47,7 @@ pub const SUBJECT_FLOOR: Floor<Cosine> = Floor::new(
 /// Another cross-encoder (`--reranker`) has its own scale, and this floor
 /// does not apply to it unchanged.
 pub const RERANK_FLOOR: Floor<RerankLogit> = Floor::new(
-    RerankLogit(1.9),
+    RerankLogit::new(1.9),
     "carrel-ce-v1 on fixtures/labelled: relevant −1.07–3.05 (n=26), noise best −3.82–1.75 (n=7)",
 );
 
@@ -80,7 +80,7 @@ pub fn run<'a>(
     model: &str,
     reranker: impl FnOnce() -> RerankerAccess<'a>,
     budget: std::time::Duration,
-    cache: &mut HashMap<(String, String, String), f32>,
+    cache: &mut HashMap<(String, String, String), RerankLogit>,
 ) -> Result<(LaneRun<SubjectHit>, bool)> {
     let (query, query_vec, top_k) = (q.text, q.vector, q.top_k);
     let mut stmt = store.conn.prepare_cached(
@@ -206,10 +206,10 @@ pub fn run<'a>(
             return Ok((suppress(&mut candidates, &eligible, reason), false));
         }
         for (&i, score) in missing.iter().zip(fresh) {
-            cache.insert(key(&eligible[i].1.1), score);
+            cache.insert(key(&eligible[i].1.1), RerankLogit::new(score));
         }
     }
-    let scores: Vec<f32> = eligible
+    let scores: Vec<RerankLogit> = eligible
         .iter()
         .map(|(_, (_, hash), _)| cache[&key(hash)])
         .collect();
@@ -219,8 +219,7 @@ pub fn run<'a>(
         model: model_id,
     };
     let mut admitted = Vec::new();
-    for ((mut hit, _, i), score) in eligible.into_iter().zip(scores) {
-        let logit = RerankLogit(score);
+    for ((mut hit, _, i), logit) in eligible.into_iter().zip(scores) {
         hit.rerank = Some(logit);
         candidates[i].rerank = Some(logit);
         if RERANK_FLOOR.admits(logit) {
@@ -240,7 +239,7 @@ pub fn run<'a>(
     admitted.truncate(top_k);
     // Weak hits are shown by the number they fell short on, the cosine; those
     // below the rerank floor came after the cosine-ordered scan, so re-sort.
-    weak.sort_by(|a, b| b.cosine.0.total_cmp(&a.cosine.0));
+    weak.sort_by(|a, b| a.cosine.rank(b.cosine));
     weak.truncate(top_k);
     Ok((
         LaneRun {

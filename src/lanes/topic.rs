@@ -4,11 +4,11 @@
 
 use std::collections::HashSet;
 
-use super::score::{Cosine, Floor, ScorerId, ScorerKind};
 use super::{
     Candidate, Decision, LaneQuery, LaneRun, Location, TOPIC_CANDIDATES, TopicHit, locations,
 };
 use crate::error::Result;
+use crate::score::{Cosine, Floor, ScorerId, ScorerKind};
 use crate::store::{Store, vector_blob};
 
 /// Passage cosine floor (all-MiniLM-L6-v2, query vs heading-prefixed chunk).
@@ -20,7 +20,7 @@ use crate::store::{Store, vector_blob};
 /// floor, one vetoed), 0 noise leaks. The populations touch; this floor is a
 /// line on a small set, not a separation guarantee.
 pub const TOPIC_FLOOR: Floor<Cosine> = Floor::new(
-    Cosine(0.50),
+    Cosine::new(0.50),
     "fixtures/labelled: relevant best passage 0.494–0.823 (n=26), noise 0.020–0.494 (n=13)",
 );
 

@@ -20,7 +20,11 @@ use crate::error::{Error, Result};
 pub use onnx::OnnxEmbedder;
 pub use rerank::{OnnxReranker, Reranker};
 
-/// Turns texts into unit vectors of [`crate::store::EMBED_DIM`] floats.
+/// Dimension of every stored vector (all-MiniLM-L6-v2). The vec0 tables are
+/// declared with it; a model of another width is refused at load.
+pub const EMBED_DIM: usize = 384;
+
+/// Turns texts into unit vectors of [`EMBED_DIM`] floats.
 pub trait Embedder: Send {
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
 }
@@ -77,7 +81,7 @@ impl ModelConfig {
         if let Some(dir) = std::env::var_os("CARREL_MODELS") {
             return Ok(PathBuf::from(dir));
         }
-        Ok(crate::default_data_dir()?.join("models"))
+        Ok(crate::paths::default_data_dir()?.join("models"))
     }
 
     pub fn runtime_path(&self) -> PathBuf {

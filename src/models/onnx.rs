@@ -10,9 +10,9 @@ use fastembed::{
 };
 use ort::environment::Environment;
 
+use super::EMBED_DIM;
 use super::{Embedder, ModelConfig};
 use crate::error::{Error, Result};
-use crate::store::EMBED_DIM;
 
 /// Number of texts sent to any ONNX embedder in this process. Tests use it to
 /// prove that unchanged inputs cost zero model calls.

@@ -11,7 +11,7 @@ use super::{Store, vector_blob};
 use crate::card::Card;
 use crate::error::{Error, Result};
 use crate::extract::Extracted;
-use crate::lanes::Cosine;
+use crate::score::Cosine;
 
 /// A chunk ready to be written.
 pub struct NewChunk {
@@ -50,6 +50,28 @@ fn json_column<T: serde::de::DeserializeOwned>(
     serde_json::from_str(&text).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
     })
+}
+
+/// How much of the library a lane's index covers: indexed documents, and
+/// those whose vectors (chunks for the topic lane, cards for the subject
+/// lane) were made by another model and wait to be re-embedded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Coverage {
+    pub indexed: usize,
+    pub stale: usize,
+}
+
+impl Coverage {
+    /// What the lane cannot see, as a sentence; `None` when it sees it all.
+    pub fn shortfall(&self) -> Option<String> {
+        (self.stale > 0).then(|| {
+            format!(
+                "re-embedding {} of {} documents (their vectors were made by another model); \
+                 hits from them are missing until it finishes",
+                self.stale, self.indexed
+            )
+        })
+    }
 }
 
 impl Store {
@@ -158,11 +180,7 @@ impl Store {
     /// fingerprints (or with no vectors at all).
     /// The lanes' coverage of the indexed documents: (subject lane, by card
     /// vectors; topic lane, by chunk vectors).
-    pub fn coverage(
-        &self,
-        chunk_fp: &str,
-        card_fp: &str,
-    ) -> Result<(crate::lanes::Coverage, crate::lanes::Coverage)> {
+    pub fn coverage(&self, chunk_fp: &str, card_fp: &str) -> Result<(Coverage, Coverage)> {
         let (indexed, stale_cards, stale_chunks): (i64, i64, i64) = self.conn.query_row(
             "SELECT COUNT(*),
                     COALESCE(SUM(NOT EXISTS (SELECT 1 FROM cards d
@@ -173,7 +191,7 @@ impl Store {
             params![chunk_fp, card_fp],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        let of = |stale: i64| crate::lanes::Coverage {
+        let of = |stale: i64| Coverage {
             indexed: indexed as usize,
             stale: stale as usize,
         };

@@ -15,6 +15,7 @@ use std::sync::Once;
 use rusqlite::Connection;
 
 pub use chat::StoredTurn;
+pub use contents::Coverage;
 pub use contents::{ChunkRow, NewChunk, StaleContent};
 pub use documents::{Density, DocumentRow, DocumentState, NewDocument, SourceStamp, Validators};
 pub use schema::SCHEMA_VERSION;
@@ -22,9 +23,7 @@ pub use watches::{NewWatch, Watch, WatchKind};
 
 use crate::error::{Error, Result};
 
-/// Dimension of every stored vector (all-MiniLM-L6-v2). The vec0 tables are
-/// declared with it; a model of another width is refused at load.
-pub const EMBED_DIM: usize = 384;
+pub use crate::models::EMBED_DIM;
 
 pub struct Store {
     pub(crate) conn: Connection,

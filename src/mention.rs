@@ -1,6 +1,9 @@
-//! `@doc:` mentions: the token grammar and its resolution against the
-//! library. The one owner of both; the CLI, the MCP server and the app call
-//! these and never parse a mention themselves.
+//! `@doc:` mentions: the token grammar, its resolution against the
+//! library's documents, and the error an unresolved one raises. The one
+//! owner of all three; the CLI, the MCP server and the app call these and
+//! never parse a mention themselves. A leaf: it knows documents only as
+//! [`Mentionable`], so the error type can wrap [`MentionError`] without
+//! depending on the store.
 //!
 //! Grammar: `@doc:` followed by a key of letters, digits, `_`, `-` and `.`
 //! (a trailing `.` is punctuation, not key). The key is a document id
@@ -9,7 +12,22 @@
 
 use serde::Serialize;
 
-use crate::store::DocumentRow;
+/// What a mention resolves against: a document's id, title and source.
+pub trait Mentionable {
+    fn id(&self) -> i64;
+    fn title(&self) -> &str;
+    /// The file or URL.
+    fn source(&self) -> &str;
+}
+
+/// A mention that did not resolve to exactly one document, with what to
+/// type instead.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}", describe(token, resolution))]
+pub struct MentionError {
+    pub token: String,
+    pub resolution: Resolution,
+}
 
 pub const PREFIX: &str = "@doc:";
 
@@ -87,12 +105,12 @@ pub struct Suggestion {
 }
 
 impl Suggestion {
-    fn of(d: &DocumentRow) -> Suggestion {
+    fn of(d: &impl Mentionable) -> Suggestion {
         Suggestion {
-            doc: d.id,
-            title: d.title.clone(),
-            source: d.source.clone(),
-            token: token(d.id),
+            doc: d.id(),
+            title: d.title().to_string(),
+            source: d.source().to_string(),
+            token: token(d.id()),
         }
     }
 }
@@ -123,15 +141,15 @@ fn stem_slug(source: &str) -> String {
 
 /// Resolves `key` against the documents. Broken documents can be mentioned
 /// (the answer then says they have no text), so nothing is hidden.
-pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
-    let resolved = |d: &DocumentRow| Resolution::Resolved {
-        doc: d.id,
-        title: d.title.clone(),
+pub fn resolve<D: Mentionable>(key: &str, docs: &[D]) -> Resolution {
+    let resolved = |d: &D| Resolution::Resolved {
+        doc: d.id(),
+        title: d.title().to_string(),
     };
     if let Some(d) = key
         .parse::<i64>()
         .ok()
-        .and_then(|id| docs.iter().find(|d| d.id == id))
+        .and_then(|id| docs.iter().find(|d| d.id() == id))
     {
         return resolved(d);
     }
@@ -141,8 +159,8 @@ pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
             did_you_mean: Vec::new(),
         };
     }
-    let slugs = |d: &DocumentRow| [slug(&d.title), stem_slug(&d.source)];
-    let exact: Vec<&DocumentRow> = docs.iter().filter(|d| slugs(d).contains(&key)).collect();
+    let slugs = |d: &D| [slug(d.title()), stem_slug(d.source())];
+    let exact: Vec<&D> = docs.iter().filter(|d| slugs(d).contains(&key)).collect();
     let matches = if exact.is_empty() {
         docs.iter()
             .filter(|d| slugs(d).iter().any(|s| s.starts_with(&key)))
@@ -153,7 +171,7 @@ pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
     match matches.as_slice() {
         [one] => resolved(one),
         [] => {
-            let mut scored: Vec<(f64, &DocumentRow)> = docs
+            let mut scored: Vec<(f64, &D)> = docs
                 .iter()
                 .map(|d| {
                     let best = slugs(d)
@@ -164,7 +182,7 @@ pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
                 })
                 .filter(|(s, _)| *s >= 0.6)
                 .collect();
-            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id().cmp(&b.1.id())));
             Resolution::Unknown {
                 did_you_mean: scored
                     .into_iter()
@@ -174,7 +192,7 @@ pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
             }
         }
         many => Resolution::Ambiguous {
-            candidates: many.iter().map(|d| Suggestion::of(d)).collect(),
+            candidates: many.iter().map(|d| Suggestion::of(*d)).collect(),
         },
     }
 }
@@ -183,13 +201,13 @@ pub fn resolve(key: &str, docs: &[DocumentRow]) -> Resolution {
 /// title or file name starts with it, then those with a word starting with
 /// it, then those containing it, then close spellings (Jaro–Winkler ≥ 0.8);
 /// newest first within a rank. An empty `partial` lists the newest documents.
-pub fn suggest(partial: &str, docs: &[DocumentRow], limit: usize) -> Vec<Suggestion> {
+pub fn suggest<D: Mentionable>(partial: &str, docs: &[D], limit: usize) -> Vec<Suggestion> {
     let key = slug(partial);
-    let rank = |d: &DocumentRow| -> Option<(u8, f64)> {
+    let rank = |d: &D| -> Option<(u8, f64)> {
         if key.is_empty() {
             return Some((0, 0.0));
         }
-        let names = [slug(&d.title), stem_slug(&d.source)];
+        let names = [slug(d.title()), stem_slug(d.source())];
         if names.iter().any(|n| n.starts_with(&key)) {
             return Some((0, 0.0));
         }
@@ -208,14 +226,14 @@ pub fn suggest(partial: &str, docs: &[DocumentRow], limit: usize) -> Vec<Suggest
             .fold(0.0, f64::max);
         (close >= 0.8).then_some((3, -close))
     };
-    let mut ranked: Vec<((u8, f64), &DocumentRow)> = docs
+    let mut ranked: Vec<((u8, f64), &D)> = docs
         .iter()
         .filter_map(|d| rank(d).map(|r| (r, d)))
         .collect();
     ranked.sort_by(|(a, da), (b, db)| {
         a.0.cmp(&b.0)
             .then(a.1.total_cmp(&b.1))
-            .then(db.id.cmp(&da.id))
+            .then(db.id().cmp(&da.id()))
     });
     ranked
         .into_iter()
@@ -256,24 +274,22 @@ pub fn describe(token: &str, resolution: &Resolution) -> String {
 mod tests {
     use super::*;
 
-    fn doc(id: i64, title: &str, source: &str) -> DocumentRow {
-        DocumentRow {
-            id,
-            title: title.into(),
-            kind: Some("markdown".into()),
-            source: source.into(),
-            bytes: 1,
-            chunks: 1,
-            content_hash: None,
-            state: "indexed".into(),
-            broken_reason: None,
-            broken_code: None,
-            truncated_at_chunk: None,
-            card_state: "ready".into(),
-            added_at: 0,
-            synced_at: 0,
-            source_missing: false,
+    struct Doc(i64, &'static str, &'static str);
+
+    impl Mentionable for Doc {
+        fn id(&self) -> i64 {
+            self.0
         }
+        fn title(&self) -> &str {
+            self.1
+        }
+        fn source(&self) -> &str {
+            self.2
+        }
+    }
+
+    fn doc(id: i64, title: &'static str, source: &'static str) -> Doc {
+        Doc(id, title, source)
     }
 
     #[test]

@@ -1,0 +1,112 @@
+//! `carrel doctor`: each part of the library and its models, and whether it
+//! works.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::Library;
+use crate::error::Result;
+use crate::models::{self, Fingerprints, OnnxEmbedder, OnnxReranker, Reranker};
+
+/// `carrel doctor`: each part, and whether it works.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct Doctor {
+    pub library: PathBuf,
+    pub schema_version: i64,
+    pub sqlite_vec: String,
+    pub models_dir: PathBuf,
+    pub runtime: Check,
+    pub embedder: Check,
+    /// The subject lane's cross-encoder: which one is active, by id.
+    pub reranker: Check,
+    pub fingerprints: Option<Fingerprints>,
+    pub documents: i64,
+    pub contents: i64,
+    pub chunks: i64,
+    pub chunk_vectors: i64,
+    /// Rows pointing at nothing, by kind (all zero in a sound library).
+    pub orphans: Vec<(&'static str, i64)>,
+    /// `PRAGMA integrity_check`: "ok", or what SQLite found.
+    pub integrity: String,
+}
+
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(tag = "status", rename_all = "lowercase")]
+#[serde(rename = "HealthCheck")]
+pub enum Check {
+    Ok { detail: String },
+    Failed { error: String },
+}
+
+impl Check {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Check::Ok { .. })
+    }
+}
+
+impl Library {
+    pub fn doctor(&self) -> Result<Doctor> {
+        let models = &self.config.models;
+        let fingerprints = Fingerprints::of(models);
+        let runtime = match models::onnx::environment(&models.runtime_path()) {
+            Ok(_) => Check::Ok {
+                detail: models.runtime_path().display().to_string(),
+            },
+            Err(e) => Check::Failed {
+                error: e.to_string(),
+            },
+        };
+        let embedder = match (&fingerprints, runtime.is_ok()) {
+            (Err(e), _) => Check::Failed {
+                error: e.to_string(),
+            },
+            (Ok(_), false) => Check::Failed {
+                error: "not loaded: the ONNX Runtime library is missing".into(),
+            },
+            (Ok(_), true) => match OnnxEmbedder::load(models) {
+                Ok(_) => Check::Ok {
+                    detail: format!(
+                        "{} ({}), {} pooling, max length {}, {} thread(s)",
+                        models::EMBEDDER_NAME,
+                        models.embedder_dir().display(),
+                        models::POOLING,
+                        models.max_length,
+                        models.threads
+                    ),
+                },
+                Err(e) => Check::Failed {
+                    error: e.to_string(),
+                },
+            },
+        };
+        let reranker = match (runtime.is_ok(), OnnxReranker::load(models)) {
+            (false, _) => Check::Failed {
+                error: "not loaded: the ONNX Runtime library is missing".into(),
+            },
+            (true, Ok(r)) => Check::Ok {
+                detail: format!("{} ({})", r.model_id(), models.reranker_dir().display()),
+            },
+            (true, Err(e)) => Check::Failed {
+                error: e.to_string(),
+            },
+        };
+        let [documents, contents, chunks, chunk_vectors, _, _] = self.store.counts()?;
+        Ok(Doctor {
+            library: self.config.dir.clone(),
+            schema_version: self.store.schema_version()?,
+            sqlite_vec: self.store.vec_version()?,
+            models_dir: models.dir.clone(),
+            runtime,
+            embedder,
+            reranker,
+            fingerprints: fingerprints.ok(),
+            documents,
+            contents,
+            chunks,
+            chunk_vectors,
+            orphans: self.store.orphans()?,
+            integrity: self.store.integrity_check()?,
+        })
+    }
+}

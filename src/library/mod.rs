@@ -1,0 +1,141 @@
+//! The one facade over the engine: an open library. The CLI, the app and
+//! the MCP server hold a [`Library`] and call it; what it does is split by
+//! concern, one file each:
+//!
+//! - here: opening, config, and the models it loads on first need;
+//! - [`ingest`](self::ingest): adding sources, re-embedding, probing a file;
+//! - [`documents`](self::documents): listing, reading and removing documents;
+//! - [`retrieval`](self::retrieval): both lanes, the query cache, the log;
+//! - [`watches`](self::watches): the watch list (the syncing is [`crate::watch`]);
+//! - [`chat`](self::chat): grounded answers and the kept chat;
+//! - [`doctor`](self::doctor): each part, and whether it works.
+
+mod chat;
+mod doctor;
+mod documents;
+mod ingest;
+mod retrieval;
+mod watches;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use doctor::{Check, Doctor};
+pub use documents::DocumentText;
+pub use ingest::{Probe, probe};
+
+use crate::error::{Error, Result};
+use crate::ingest::Limits;
+use crate::lanes;
+use crate::models::{Embedder, ModelConfig, OnnxEmbedder, Reranker};
+use crate::paths::DATABASE_FILE;
+use crate::store::Store;
+use retrieval::RerankerSlot;
+
+#[derive(Debug, Clone)]
+pub struct LibraryConfig {
+    pub dir: PathBuf,
+    pub models: ModelConfig,
+    pub limits: Limits,
+    /// The cross-encoder's time budget per query.
+    pub rerank_budget: std::time::Duration,
+    /// How much of the retrieval log is kept.
+    pub log_retention: lanes::log::Retention,
+    /// Where URL hosts are looked up: the system's DNS, unless a test
+    /// injects its own answers.
+    pub resolver: Arc<dyn crate::ingest::HostResolver>,
+}
+
+impl LibraryConfig {
+    pub fn new(dir: PathBuf, models: ModelConfig) -> Self {
+        LibraryConfig {
+            dir,
+            models,
+            limits: Limits::default(),
+            rerank_budget: lanes::RERANK_BUDGET,
+            log_retention: lanes::log::Retention::default(),
+            resolver: Arc::new(crate::ingest::SystemResolver),
+        }
+    }
+}
+
+/// An open library. The embedding model is loaded on first need, so listing,
+/// reading and re-scanning unchanged files never load it.
+pub struct Library {
+    store: Store,
+    config: LibraryConfig,
+    embedder: Option<Box<dyn Embedder>>,
+    reranker: RerankerSlot,
+    cache: lanes::Cache,
+}
+
+impl Library {
+    pub fn open(config: LibraryConfig) -> Result<Library> {
+        std::fs::create_dir_all(&config.dir).map_err(|e| Error::io(&config.dir, e))?;
+        let store = Store::open(&config.dir.join(DATABASE_FILE))?;
+        Ok(Library {
+            store,
+            config,
+            embedder: None,
+            reranker: RerankerSlot::Unloaded,
+            cache: lanes::Cache::default(),
+        })
+    }
+
+    /// Opens a library that exists; a folder without one is
+    /// [`Error::NoLibrary`]. Commands that only read use this, so that a
+    /// mistyped path is an error and not an empty library.
+    pub fn open_existing(config: LibraryConfig) -> Result<Library> {
+        if !config.dir.join(DATABASE_FILE).is_file() {
+            return Err(Error::NoLibrary(config.dir));
+        }
+        Library::open(config)
+    }
+
+    /// Uses this cross-encoder for the subject lane instead of the one in the
+    /// models folder.
+    pub fn set_reranker(&mut self, reranker: Box<dyn Reranker>) {
+        self.reranker = RerankerSlot::Loaded(reranker);
+    }
+
+    pub fn config(&self) -> &LibraryConfig {
+        &self.config
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.config.dir
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
+fn lazy_embedder<'a>(
+    slot: &'a mut Option<Box<dyn Embedder>>,
+    config: &ModelConfig,
+) -> &'a mut dyn Embedder {
+    slot.get_or_insert_with(|| {
+        Box::new(LazyEmbedder {
+            config: config.clone(),
+            loaded: None,
+        })
+    })
+    .as_mut()
+}
+
+/// Loads the ONNX embedder on its first call, so runs that embed nothing
+/// never pay for (or depend on) loading the model.
+struct LazyEmbedder {
+    config: ModelConfig,
+    loaded: Option<OnnxEmbedder>,
+}
+
+impl Embedder for LazyEmbedder {
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if self.loaded.is_none() {
+            self.loaded = Some(OnnxEmbedder::load(&self.config)?);
+        }
+        self.loaded.as_mut().expect("loaded above").embed(texts)
+    }
+}
