@@ -15,6 +15,7 @@
 pub mod answer;
 pub mod card;
 pub mod chunk;
+pub mod cli;
 pub mod error;
 pub mod eval;
 pub mod extract;

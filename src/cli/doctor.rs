@@ -1,0 +1,72 @@
+//! `carrel doctor`: check the runtime, models, fingerprints and library.
+
+use std::process::ExitCode;
+
+use super::{Cli, create, print_json};
+use crate::{Error, Limits};
+
+/// The arguments of `carrel doctor`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints every check; fails when any check failed or the database is not
+/// sound.
+pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
+    let Args { json } = args;
+    // The doctor examines the library where it would be, and makes
+    // an empty one there if there is none, to check the schema.
+    let d = create(cli, Limits::default())?.doctor()?;
+    let sound = d.integrity == "ok" && d.orphans.iter().all(|(_, n)| *n == 0);
+    let healthy = d.runtime.is_ok() && d.embedder.is_ok() && d.reranker.is_ok() && sound;
+    if *json {
+        print_json(&d);
+    } else {
+        let show = |c: &crate::Check| match c {
+            crate::Check::Ok { detail } => format!("ok      {detail}"),
+            crate::Check::Failed { error } => format!("FAILED  {error}"),
+        };
+        println!("library       {}", d.library.display());
+        println!(
+            "schema        v{}   sqlite-vec {}",
+            d.schema_version, d.sqlite_vec
+        );
+        println!("models dir    {}", d.models_dir.display());
+        println!("runtime       {}", show(&d.runtime));
+        println!("embedder      {}", show(&d.embedder));
+        println!("reranker      {}", show(&d.reranker));
+        if let Some(f) = &d.fingerprints {
+            println!("fingerprints  {}  {}", f.chunk, f.card);
+        }
+        println!(
+            "contents      {} documents, {} bodies, {} chunks, {} chunk vectors",
+            d.documents, d.contents, d.chunks, d.chunk_vectors
+        );
+        let orphans: Vec<String> = d
+            .orphans
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(what, n)| format!("{n} {what}"))
+            .collect();
+        if sound {
+            println!("database      ok      integrity check passed, no orphan rows");
+        } else {
+            println!(
+                "database      FAILED  integrity: {}; orphans: {}",
+                d.integrity,
+                if orphans.is_empty() {
+                    "none".into()
+                } else {
+                    orphans.join(", ")
+                }
+            );
+        }
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

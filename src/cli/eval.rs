@@ -1,0 +1,77 @@
+//! `carrel eval`: score both lanes and an FTS5 BM25 baseline on labelled
+//! data (BEIR layout), in a scratch library removed afterwards.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{Cli, models, print_json, progress_bar};
+use crate::{Error, LibraryConfig};
+
+/// The arguments of `carrel eval`.
+#[derive(clap::Args)]
+pub struct Args {
+    dir: PathBuf,
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the evaluation and prints its metrics as a Markdown table.
+pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
+    let Args { dir, json } = args;
+    let scratch = crate::eval::scratch_dir()?;
+    let bar = progress_bar();
+    let result = crate::eval::run(
+        dir,
+        LibraryConfig::new(scratch.clone(), models(cli)?),
+        &mut |p| {
+            bar.set_length(p.total as u64);
+            bar.set_position(p.done as u64);
+            bar.set_message(p.current.rsplit('/').next().unwrap_or("").to_string());
+        },
+    );
+    bar.finish_and_clear();
+    let _ = std::fs::remove_dir_all(&scratch);
+    let report = result?;
+    if *json {
+        print_json(&report);
+    } else {
+        println!(
+            "{}: {} documents ({} broken), {} queries ({} with qrels, {} noise)",
+            report.dataset,
+            report.documents,
+            report.broken_documents,
+            report.queries,
+            report.relevant_queries,
+            report.noise_queries
+        );
+        println!("| lane | nDCG@10 | Recall@10 | MRR@10 | P@1 | noise leaks |");
+        println!("|---|---:|---:|---:|---:|---:|");
+        for (name, m) in [
+            ("subject", &report.subject),
+            ("subject, cosine order only", &report.subject_cosine),
+            ("topic", &report.topic),
+            ("bm25 (FTS5)", &report.bm25),
+        ] {
+            println!(
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
+                m.ndcg_at_10, m.recall_at_10, m.mrr_at_10, m.p_at_1, m.noise_leaks
+            );
+        }
+        println!("subject states: {:?}", report.subject_states);
+        println!("topic states:   {:?}", report.topic_states);
+        let l = &report.latency;
+        println!(
+            "latency: cold first query {:.0} ms; warm p50/p95 embed {:.1}/{:.1} ms, subject {:.1}/{:.1} ms, topic {:.1}/{:.1} ms, bm25 {:.1}/{:.1} ms",
+            l.cold_first_query_ms,
+            l.embed_p50_ms,
+            l.embed_p95_ms,
+            l.subject_p50_ms,
+            l.subject_p95_ms,
+            l.topic_p50_ms,
+            l.topic_p95_ms,
+            l.bm25_p50_ms,
+            l.bm25_p95_ms
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,45 @@
+//! `carrel log`: the retrieval log, every lane decision with the scorer
+//! that produced it.
+
+use std::process::ExitCode;
+
+use super::{Cli, open, print_json};
+use crate::Error;
+
+/// The arguments of `carrel log`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, default_value_t = 50)]
+    limit: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the newest `--limit` entries.
+pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
+    let Args { limit, json } = args;
+    let entries = open(cli)?.log(*limit)?;
+    if *json {
+        print_json(&entries);
+    } else if entries.is_empty() {
+        println!("The retrieval log is empty. Run `carrel match \"…\"` first.");
+    } else {
+        println!(
+            "{:<8} {:>5} {:>8} {:<13} {:<20} {:<50}  QUERY",
+            "LANE", "DOC", "SCORE", "SCALE", "DECISION", "SCORER"
+        );
+        for e in &entries {
+            println!(
+                "{:<8} {:>5} {:>8.3} {:<13} {:<20} {:<50}  {}",
+                e.lane,
+                e.doc,
+                e.score.get(),
+                e.score.scale(),
+                e.decision,
+                e.scorer,
+                e.query
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

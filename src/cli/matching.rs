@@ -1,0 +1,155 @@
+//! `carrel match` (`match` is a keyword, hence the file's name): ask both
+//! lanes what a query is ABOUT (subject) and what DISCUSSES it (topic).
+
+use std::process::ExitCode;
+
+use super::{Cli, open, print_json};
+use crate::Error;
+use crate::lanes::Detail;
+
+/// The arguments of `carrel match`.
+#[derive(clap::Args)]
+pub struct Args {
+    query: String,
+    #[arg(long, default_value_t = 10)]
+    top_k: usize,
+    /// Show every candidate with its scores, scorer and decision
+    #[arg(long)]
+    explain: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints both lanes; fails when neither lane could look.
+pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
+    let Args {
+        query,
+        top_k,
+        explain,
+        json,
+    } = args;
+    let response = open(cli)?.match_query(query, *top_k)?;
+    if *json {
+        let detail = if *explain {
+            Detail::Explain
+        } else {
+            Detail::Hits
+        };
+        print_json(&response.view(detail));
+    } else {
+        print_match(&response, *explain);
+    }
+    let looked = |state: &str| state == "ready" || state == "weak";
+    Ok(
+        if looked(response.subject.state()) || looked(response.topic.state()) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        },
+    )
+}
+
+fn print_match(r: &crate::lanes::MatchResponse, explain: bool) {
+    print_subject(r);
+    println!();
+    print_topic(r);
+    if explain {
+        print_explain(r);
+    }
+}
+
+fn print_subject(r: &crate::lanes::MatchResponse) {
+    println!(
+        "SUBJECT: is a document what \"{}\" is ABOUT?  [{}]",
+        r.query,
+        r.subject.state()
+    );
+    if let Some(reason) = r.subject.reason() {
+        println!("  {reason}");
+    }
+    for h in r.subject.hits() {
+        let rerank = h
+            .rerank
+            .map(|l| format!("  rerank {:.2}", l.get()))
+            .unwrap_or_default();
+        println!(
+            "  {:>5}  cosine {:.3}{rerank}  {}  [{}]",
+            h.doc,
+            h.cosine.get(),
+            h.title,
+            h.scorer
+        );
+        if !h.why.is_empty() {
+            println!("         {}", h.why);
+        }
+    }
+    if r.subject.reason().is_none() && r.subject.hits().is_empty() {
+        println!("  no document is about this");
+    }
+}
+
+fn print_topic(r: &crate::lanes::MatchResponse) {
+    println!(
+        "TOPIC: which documents DISCUSS it?  [{}]  ({} vetoed by headings)",
+        r.topic.state(),
+        r.explain.vetoed
+    );
+    if let Some(reason) = r.topic.reason() {
+        println!("  {reason}");
+    }
+    for h in r.topic.hits() {
+        let page = h.page.map(|p| format!(" p.{p}")).unwrap_or_default();
+        let mut place = h.heading_path.clone();
+        if place.first() != Some(&h.title) {
+            place.insert(0, h.title.clone());
+        }
+        println!(
+            "  {:>5}  cosine {:.3}  {}{page}",
+            h.doc,
+            h.cosine.get(),
+            place.join(" > ")
+        );
+        let passage: String = h.passage.chars().take(160).collect();
+        println!("         {}", passage.replace('\n', " "));
+    }
+    if r.topic.reason().is_none() && r.topic.hits().is_empty() {
+        println!("  no passage discusses this");
+    }
+}
+
+/// `--explain`: the timings, and every candidate with its decision.
+fn print_explain(r: &crate::lanes::MatchResponse) {
+    let e = &r.explain;
+    println!();
+    println!(
+        "EXPLAIN  embed {:.1} ms, subject {:.1} ms, topic {:.1} ms; cross-encoder {}",
+        e.embed_ms,
+        e.subject_ms,
+        e.topic_ms,
+        if e.reranker_skipped_by_gate {
+            "skipped: no card reached the cosine floor"
+        } else {
+            "needed for eligible cards"
+        }
+    );
+    for (lane, cands) in [("subject", &e.subject), ("topic", &e.topic)] {
+        for c in cands.iter() {
+            let rerank = c
+                .rerank
+                .map(|l| format!("{:.2}", l.get()))
+                .unwrap_or_else(|| "-".into());
+            let path = c
+                .heading_path
+                .as_ref()
+                .map(|p| p.join(" > "))
+                .unwrap_or_default();
+            println!(
+                "  {lane:<8} {:>5} cosine {:.3} rerank {rerank:>6}  {:<22} {} {path}",
+                c.doc,
+                c.cosine.get(),
+                c.decision.as_str(),
+                c.title
+            );
+        }
+    }
+}

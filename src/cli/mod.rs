@@ -1,0 +1,202 @@
+//! The `carrel` command line: a thin shell over [`crate::Library`]. Its
+//! command names and JSON fields are a contract (see README.md).
+//!
+//! One file per subcommand, as cargo's `src/bin/cargo/commands/`: each
+//! holds its clap arguments, its `exec`, and its human and `--json` output,
+//! so `carrel add` is in `add.rs`. This file holds the global flags, the
+//! list of subcommands, the dispatch, and the helpers they share.
+
+mod add;
+mod ask;
+mod doctor;
+mod eval;
+mod list;
+mod log;
+mod matching;
+mod mcp;
+mod probe;
+mod read;
+mod rm;
+mod stats;
+mod watch;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::models::ModelConfig;
+use crate::{Error, Library, LibraryConfig, Limits};
+
+/// The whole command line: the global flags and one subcommand.
+#[derive(Parser)]
+#[command(
+    name = "carrel",
+    version,
+    about = "A local-first document library",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// Library folder [default: $CARREL_LIBRARY, else the platform data dir,
+    /// shared with the app]
+    #[arg(long, global = true)]
+    library: Option<PathBuf>,
+    /// Folder with the ONNX Runtime library and the models (`make models` fills it)
+    #[arg(long, env = "CARREL_MODELS", global = true)]
+    models: Option<PathBuf>,
+    /// Cross-encoder folder for the subject lane (model.onnx + tokenizer
+    /// files) [default: Carrel's own, in the models folder]
+    #[arg(long, env = "CARREL_RERANKER", global = true)]
+    reranker: Option<PathBuf>,
+    /// ONNX intra-op threads for embedding
+    #[arg(long, env = "CARREL_THREADS", global = true, default_value_t = crate::models::DEFAULT_THREADS)]
+    threads: usize,
+    /// Seconds one file may take to extract before it is listed as broken
+    #[arg(long, env = "CARREL_EXTRACT_TIMEOUT", global = true, default_value_t = crate::extract::worker::DEFAULT_TIMEOUT.as_secs())]
+    extract_timeout: u64,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Add files, folders (recursively) or URLs
+    Add(add::Args),
+    /// List documents with their state
+    List(list::Args),
+    /// Print a document's text (or its card)
+    Read(read::Args),
+    /// Predict the chunks of a file, with the same planner the writer uses
+    Probe(probe::Args),
+    /// Library statistics
+    Stats(stats::Args),
+    /// Remove a document (its content goes when no other document shares it)
+    Rm(rm::Args),
+    /// Ask both lanes: what is this ABOUT (subject) and what DISCUSSES it (topic)
+    Match(matching::Args),
+    /// Answer a question from the library, every statement cited and checked.
+    /// Mention documents with @doc:ID or @doc:name; without a mention the
+    /// lanes pick the passages
+    Ask(ask::Args),
+    /// Watched folders and URLs, kept in sync
+    Watch(watch::Args),
+    /// Score both lanes and an FTS5 BM25 baseline on labelled data (BEIR layout)
+    Eval(eval::Args),
+    /// The retrieval log: every lane decision with the scorer that produced it
+    Log(log::Args),
+    /// Serve the library to agents over MCP (stdio), read only
+    Mcp,
+    /// Check the runtime, models, fingerprints and library
+    Doctor(doctor::Args),
+}
+
+/// Runs the subcommand `cli` names; the exit code says whether it did what
+/// was asked (a failed file in `add`, a broken document in `read`, ...).
+pub fn run(cli: Cli) -> Result<ExitCode, Error> {
+    match &cli.command {
+        Command::Add(args) => add::exec(&cli, args),
+        Command::List(args) => list::exec(&cli, args),
+        Command::Read(args) => read::exec(&cli, args),
+        Command::Probe(args) => probe::exec(&cli, args),
+        Command::Stats(args) => stats::exec(&cli, args),
+        Command::Rm(args) => rm::exec(&cli, args),
+        Command::Watch(args) => watch::exec(&cli, args),
+        Command::Ask(args) => ask::exec(&cli, args),
+        Command::Match(args) => matching::exec(&cli, args),
+        Command::Eval(args) => eval::exec(&cli, args),
+        Command::Log(args) => log::exec(&cli, args),
+        Command::Mcp => mcp::exec(&cli),
+        Command::Doctor(args) => doctor::exec(&cli, args),
+    }
+}
+
+/// Opens the library that is there: a folder that holds none is an error, so
+/// a mistyped `--library` never reads as an empty library.
+fn open(cli: &Cli) -> Result<Library, Error> {
+    Library::open_existing(config(cli, Limits::default())?)
+}
+
+/// Opens the library, creating it if needed: only `add` and `watch add`.
+fn create(cli: &Cli, limits: Limits) -> Result<Library, Error> {
+    Library::open(config(cli, limits)?)
+}
+
+fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
+    let (dir, _) = crate::library_dir(cli.library.as_deref(), None)?;
+    let mut config = LibraryConfig::new(dir, models(cli)?);
+    config.limits = Limits {
+        isolation: isolation(cli),
+        ..limits
+    };
+    Ok(config)
+}
+
+/// The extraction worker's limits the flags and environment ask for.
+fn isolation(cli: &Cli) -> crate::extract::worker::Isolation {
+    crate::extract::worker::Isolation {
+        timeout: std::time::Duration::from_secs(cli.extract_timeout.max(1)),
+        ..Default::default()
+    }
+}
+
+/// The models folder and thread count the flags and environment ask for.
+fn models(cli: &Cli) -> Result<ModelConfig, Error> {
+    let mut models = ModelConfig::new(match &cli.models {
+        Some(d) => d.clone(),
+        None => ModelConfig::default_dir()?,
+    });
+    models.threads = cli.threads;
+    models.reranker = cli.reranker.clone();
+    Ok(models)
+}
+
+/// A progress bar on stderr when it is a terminal; hidden otherwise.
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    if std::io::stderr().is_terminal() {
+        bar.set_style(
+            ProgressStyle::with_template(
+                "[{elapsed_precise}] {bar:30} {pos}/{len}, eta {eta}  {msg}",
+            )
+            .expect("valid template")
+            .progress_chars("█▉ "),
+        );
+    } else {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar
+}
+
+/// Ingest progress on the bar: files done of total, failures, current file.
+fn show_progress(bar: &ProgressBar, p: &crate::Progress) {
+    bar.set_length(p.total as u64);
+    bar.set_position(p.done as u64);
+    let name = p.current.rsplit('/').next().unwrap_or("");
+    bar.set_message(if p.failed > 0 {
+        format!("{} failed  {name}", p.failed)
+    } else {
+        name.to_string()
+    });
+}
+
+fn print_json<T: Serialize>(value: &T) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("serialisable")
+    );
+}
+
+/// How long ago a unix time was, for the `SYNCED` columns of `list` and
+/// `watch list`.
+fn ago(t: i64) -> String {
+    let s = (crate::store::now() - t).max(0);
+    match s {
+        0..60 => format!("{s} s ago"),
+        60..3600 => format!("{} min ago", s / 60),
+        3600..86400 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86400),
+    }
+}
