@@ -75,7 +75,7 @@ pub fn new_watch(
     exclude: Vec<String>,
     allow_private: bool,
 ) -> Result<NewWatch> {
-    let (target, kind) = if target.starts_with("http://") || target.starts_with("https://") {
+    let (target, kind) = if crate::ingest::is_url(target) {
         (target.to_string(), WatchKind::Url)
     } else {
         let path = std::path::absolute(target).map_err(|e| Error::io(target, e))?;

@@ -246,7 +246,10 @@ pub async fn pick_files(app: AppHandle) -> Result<Vec<String>> {
             .set_title("Add files to Carrel")
             .add_filter(
                 "Documents",
-                &["pdf", "html", "htm", "md", "markdown", "txt", "text"],
+                &carrel::extract::EXTENSIONS
+                    .iter()
+                    .map(|(ext, _)| *ext)
+                    .collect::<Vec<_>>(),
             )
             .blocking_pick_files()
             // None: the user closed the dialog without picking.
@@ -284,7 +287,7 @@ pub async fn open_original(
     page: Option<u32>,
 ) -> Result<()> {
     let doc = with_library(&state, move |l| l.document(id)).await?;
-    let opened = if doc.source.starts_with("http://") || doc.source.starts_with("https://") {
+    let opened = if carrel::ingest::is_url(&doc.source) {
         let url = match page {
             Some(p) if doc.kind.as_deref() == Some("pdf") => format!("{}#page={p}", doc.source),
             _ => doc.source.clone(),

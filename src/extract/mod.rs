@@ -26,6 +26,24 @@ pub enum Kind {
     Text,
 }
 
+/// Every file extension Carrel reads (lowercase), with the kind it
+/// promises: the one list behind folder scans, [`Kind::from_extension`] and
+/// the app's file dialog.
+pub const EXTENSIONS: &[(&str, Kind)] = &[
+    ("pdf", Kind::Pdf),
+    ("html", Kind::Html),
+    ("htm", Kind::Html),
+    ("xhtml", Kind::Html),
+    ("md", Kind::Markdown),
+    ("markdown", Kind::Markdown),
+    ("mdx", Kind::Markdown),
+    ("txt", Kind::Text),
+    ("text", Kind::Text),
+    ("rst", Kind::Text),
+    ("org", Kind::Text),
+    ("adoc", Kind::Text),
+];
+
 impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -46,17 +64,14 @@ impl Kind {
         })
     }
 
-    /// The kind a file name promises, if its extension is one Carrel reads.
-    /// Folder scans take only these files.
+    /// The kind a file name promises, if its extension is one Carrel reads
+    /// ([`EXTENSIONS`]). Folder scans take only these files.
     pub fn from_extension(path: &Path) -> Option<Kind> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "pdf" => Kind::Pdf,
-            "html" | "htm" | "xhtml" => Kind::Html,
-            "md" | "markdown" | "mdx" => Kind::Markdown,
-            "txt" | "text" | "rst" | "org" | "adoc" => Kind::Text,
-            _ => return None,
-        })
+        EXTENSIONS
+            .iter()
+            .find(|(e, _)| *e == ext)
+            .map(|&(_, kind)| kind)
     }
 
     /// The kind a Content-Type header names, if Carrel reads it.

@@ -13,7 +13,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub use fetch::{FETCH_TIMEOUT, FetchPolicy, HostResolver, SystemResolver};
-pub use sources::{Source, expand, takes};
+pub use sources::{Source, expand, is_url, takes};
 
 use crate::card::{self, Card};
 use crate::chunk::{self, ChunkSpan, Mode};

@@ -32,13 +32,20 @@ pub fn takes(file_type: std::fs::FileType, path: &std::path::Path) -> bool {
     !file_type.is_dir() && !file_type.is_symlink() && Kind::from_extension(path).is_some()
 }
 
+/// Whether what the user named is a URL (http or https) rather than a path:
+/// the one rule for `carrel add`, watches, the library's "source missing"
+/// check and the app's "open original".
+pub fn is_url(input: &str) -> bool {
+    input.starts_with("http://") || input.starts_with("https://")
+}
+
 /// Expands inputs into sources (absolute paths, URLs), in a stable order.
 /// Inputs that cannot be taken at all become failures; the rest go on.
 pub fn expand(inputs: &[String]) -> (Vec<Source>, Vec<Failure>) {
     let mut files = Vec::new();
     let mut failed = Vec::new();
     for input in inputs {
-        if input.starts_with("http://") || input.starts_with("https://") {
+        if is_url(input) {
             files.push(Source::Url(input.clone()));
             continue;
         }

@@ -9,6 +9,7 @@ use super::Library;
 use crate::card::Card;
 use crate::error::{Error, Result};
 use crate::extract::Section;
+use crate::ingest;
 use crate::lanes;
 use crate::models::Fingerprints;
 use crate::store::{self, Density, DocumentRow};
@@ -92,6 +93,5 @@ impl Library {
 
 /// Sets `source_missing` for a file document whose file is gone.
 fn look_for_source(doc: &mut DocumentRow) {
-    let is_url = doc.source.starts_with("http://") || doc.source.starts_with("https://");
-    doc.source_missing = !is_url && !Path::new(&doc.source).exists();
+    doc.source_missing = !ingest::is_url(&doc.source) && !Path::new(&doc.source).exists();
 }
