@@ -274,6 +274,41 @@ pub fn run(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<EvalReport> {
     let work = &config.dir;
+    let corpus = load_corpus(dir, work)?;
+    let queries: Vec<QueryLine> = read_jsonl(&dir.join("queries.jsonl"))?;
+    let qrels = read_qrels(&dir.join("qrels.tsv"))?;
+
+    let (ingest, doc_ids, bm25) = index(&config, &corpus, progress)?;
+    // Reopen, so the first query pays what a user's first query pays.
+    let mut lib = Library::open(config)?;
+    let mut tally = Tally::default();
+    let total = queries.len();
+    for (n, q) in queries.iter().enumerate() {
+        progress(&Progress {
+            done: n,
+            total,
+            current: format!("query {}", q.id),
+            failed: 0,
+        });
+        let ranked = tally.rank(&mut lib, n, q, &doc_ids, &bm25)?;
+        tally.score(q, ranked, &qrels);
+    }
+    Ok(tally.report(dir, corpus.sources.len(), ingest.failed.len(), total))
+}
+
+/// The documents of a dataset, written out or found where the library can
+/// ingest them.
+struct Corpus {
+    /// Source path → corpus id.
+    ids: HashMap<String, String>,
+    sources: Vec<Source>,
+    /// (id, title, body) for BM25.
+    bm25_docs: Vec<(String, String, String)>,
+}
+
+/// Loads DIR's documents: `corpus.jsonl` written out as Markdown files under
+/// `work/corpus`, else the files of DIR's `corpus/` folder, extracted.
+fn load_corpus(dir: &Path, work: &Path) -> Result<Corpus> {
     let corpus_dir = work.join("corpus");
     std::fs::create_dir_all(&corpus_dir).map_err(|e| Error::io(&corpus_dir, e))?;
     // source path → corpus id; and (id, title, body) for BM25.
@@ -323,47 +358,89 @@ pub fn run(
             sources.push(s);
         }
     }
-    let queries: Vec<QueryLine> = read_jsonl(&dir.join("queries.jsonl"))?;
-    let qrels = read_qrels(&dir.join("qrels.tsv"))?;
+    Ok(Corpus {
+        ids,
+        sources,
+        bm25_docs,
+    })
+}
 
+/// Ingests the corpus into a library at `config` and builds the BM25 index:
+/// the ingest's report, library doc id → corpus id, and the index. The
+/// library is closed again on return.
+fn index(
+    config: &LibraryConfig,
+    corpus: &Corpus,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<(crate::ingest::AddReport, HashMap<i64, String>, Bm25)> {
+    let Corpus {
+        ids,
+        sources,
+        bm25_docs,
+    } = corpus;
     let mut lib = Library::open(config.clone())?;
     // Broken documents (the BEIR sets have a few empty ones) stay counted:
     // they cannot be retrieved, and the report says how many there were.
-    let ingest = lib.add_sources(&sources, Vec::new(), progress)?;
+    let ingest = lib.add_sources(sources, Vec::new(), progress)?;
     // Library doc id → corpus id (every location of a shared content).
     let doc_ids: HashMap<i64, String> = lib
         .list()?
         .into_iter()
         .filter_map(|d| ids.get(&d.source).map(|c| (d.id, c.clone())))
         .collect();
-    let bm25 = Bm25::new(&bm25_docs)?;
-    // Reopen, so the first query pays what a user's first query pays.
+    let bm25 = Bm25::new(bm25_docs)?;
     drop(lib);
-    let mut lib = Library::open(config)?;
-    let (mut embed_ms, mut subject_ms, mut topic_ms, mut bm25_ms) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut cold_first_query_ms = 0.0;
+    Ok((ingest, doc_ids, bm25))
+}
 
-    let mut per_query = BTreeMap::new();
-    let [mut subject, mut cosine, mut topic, mut base] = <[Metrics; 4]>::default();
-    let (mut subject_states, mut topic_states) = (BTreeMap::new(), BTreeMap::new());
-    let mut relevant_queries = 0;
-    let total = queries.len();
-    for (n, q) in queries.iter().enumerate() {
-        progress(&Progress {
-            done: n,
-            total,
-            current: format!("query {}", q.id),
-            failed: 0,
-        });
+/// One query's rankings, as corpus ids, best first.
+struct Ranked {
+    r: crate::lanes::MatchResponse,
+    subject_docs: Vec<String>,
+    topic_docs: Vec<String>,
+    /// The subject lane's eligible cards by cosine alone.
+    cosine_docs: Vec<String>,
+    bm25_docs: Vec<String>,
+}
+
+/// What the queries so far add up to: timings, metric sums, lane states and
+/// every ranking.
+#[derive(Default)]
+struct Tally {
+    embed_ms: Vec<f64>,
+    subject_ms: Vec<f64>,
+    topic_ms: Vec<f64>,
+    bm25_ms: Vec<f64>,
+    cold_first_query_ms: f64,
+    per_query: BTreeMap<String, QueryResult>,
+    subject: Metrics,
+    cosine: Metrics,
+    topic: Metrics,
+    base: Metrics,
+    subject_states: BTreeMap<String, usize>,
+    topic_states: BTreeMap<String, usize>,
+    relevant_queries: usize,
+}
+
+impl Tally {
+    /// Runs the lanes and BM25 on the `n`th query, timing all but the first
+    /// (its time is the cold start's).
+    fn rank(
+        &mut self,
+        lib: &mut Library,
+        n: usize,
+        q: &QueryLine,
+        doc_ids: &HashMap<i64, String>,
+        bm25: &Bm25,
+    ) -> Result<Ranked> {
         let started = std::time::Instant::now();
         let r = lib.match_query(&q.text, CUTOFF)?;
         if n == 0 {
-            cold_first_query_ms = started.elapsed().as_secs_f64() * 1000.0;
+            self.cold_first_query_ms = started.elapsed().as_secs_f64() * 1000.0;
         } else {
-            embed_ms.push(r.explain.embed_ms);
-            subject_ms.push(r.explain.subject_ms);
-            topic_ms.push(r.explain.topic_ms);
+            self.embed_ms.push(r.explain.embed_ms);
+            self.subject_ms.push(r.explain.subject_ms);
+            self.topic_ms.push(r.explain.topic_ms);
         }
         let expand = |locs: &[crate::lanes::Location]| -> Vec<String> {
             locs.iter()
@@ -396,8 +473,43 @@ pub fn run(
         let started = std::time::Instant::now();
         let bm25_docs = bm25.search(&q.text)?;
         if n > 0 {
-            bm25_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+            self.bm25_ms.push(started.elapsed().as_secs_f64() * 1000.0);
         }
+        Ok(Ranked {
+            r,
+            subject_docs,
+            topic_docs,
+            cosine_docs,
+            bm25_docs,
+        })
+    }
+
+    /// Scores one query's rankings against its qrels (a query without any
+    /// is noise: any `Ready` hit is a leak) and keeps them.
+    fn score(
+        &mut self,
+        q: &QueryLine,
+        ranked: Ranked,
+        qrels: &HashMap<String, HashMap<String, f64>>,
+    ) {
+        let Ranked {
+            r,
+            subject_docs,
+            topic_docs,
+            cosine_docs,
+            bm25_docs,
+        } = ranked;
+        let Tally {
+            subject,
+            cosine,
+            topic,
+            base,
+            subject_states,
+            topic_states,
+            relevant_queries,
+            per_query,
+            ..
+        } = self;
         *subject_states
             .entry(r.subject.state().to_string())
             .or_insert(0) += 1;
@@ -409,7 +521,7 @@ pub fn run(
             topic.noise_leaks += r.topic.has_ready_hits() as usize;
             base.noise_leaks += !bm25_docs.is_empty() as usize;
         } else {
-            relevant_queries += 1;
+            *relevant_queries += 1;
             let rel = &qrels[&q.id];
             subject.add(&subject_docs, rel);
             cosine.add(&cosine_docs, rel);
@@ -432,35 +544,60 @@ pub fn run(
             },
         );
     }
-    for m in [&mut subject, &mut cosine, &mut topic, &mut base] {
-        m.average(relevant_queries);
-    }
-    Ok(EvalReport {
-        dataset: dir.display().to_string(),
-        documents: sources.len(),
-        broken_documents: ingest.failed.len(),
-        queries: total,
-        relevant_queries,
-        noise_queries: total - relevant_queries,
-        subject,
-        subject_cosine: cosine,
-        topic,
-        bm25: base,
-        subject_states,
-        topic_states,
-        latency: Latency {
+
+    /// The report: metric sums turned into means, latency percentiles.
+    fn report(
+        self,
+        dir: &Path,
+        documents: usize,
+        broken_documents: usize,
+        total: usize,
+    ) -> EvalReport {
+        let Tally {
+            embed_ms,
+            subject_ms,
+            topic_ms,
+            bm25_ms,
             cold_first_query_ms,
-            embed_p50_ms: percentile(&embed_ms, 0.5),
-            embed_p95_ms: percentile(&embed_ms, 0.95),
-            subject_p50_ms: percentile(&subject_ms, 0.5),
-            subject_p95_ms: percentile(&subject_ms, 0.95),
-            topic_p50_ms: percentile(&topic_ms, 0.5),
-            topic_p95_ms: percentile(&topic_ms, 0.95),
-            bm25_p50_ms: percentile(&bm25_ms, 0.5),
-            bm25_p95_ms: percentile(&bm25_ms, 0.95),
-        },
-        per_query,
-    })
+            per_query,
+            mut subject,
+            mut cosine,
+            mut topic,
+            mut base,
+            subject_states,
+            topic_states,
+            relevant_queries,
+        } = self;
+        for m in [&mut subject, &mut cosine, &mut topic, &mut base] {
+            m.average(relevant_queries);
+        }
+        EvalReport {
+            dataset: dir.display().to_string(),
+            documents,
+            broken_documents,
+            queries: total,
+            relevant_queries,
+            noise_queries: total - relevant_queries,
+            subject,
+            subject_cosine: cosine,
+            topic,
+            bm25: base,
+            subject_states,
+            topic_states,
+            latency: Latency {
+                cold_first_query_ms,
+                embed_p50_ms: percentile(&embed_ms, 0.5),
+                embed_p95_ms: percentile(&embed_ms, 0.95),
+                subject_p50_ms: percentile(&subject_ms, 0.5),
+                subject_p95_ms: percentile(&subject_ms, 0.95),
+                topic_p50_ms: percentile(&topic_ms, 0.5),
+                topic_p95_ms: percentile(&topic_ms, 0.95),
+                bm25_p50_ms: percentile(&bm25_ms, 0.5),
+                bm25_p95_ms: percentile(&bm25_ms, 0.95),
+            },
+            per_query,
+        }
+    }
 }
 
 /// A fresh temporary folder for an evaluation library.

@@ -332,21 +332,22 @@ pub fn run(
     gate: &Mutex<()>,
     report: &mut dyn FnMut(&SyncReport),
 ) -> Result<()> {
-    use notify::RecursiveMode;
-    use notify_debouncer_full::new_debouncer;
+    let mut watcher = Watcher::new()?;
+    refresh_other_models(lib, gate);
+    while !stop.load(Ordering::SeqCst) {
+        if watcher.reloaded.elapsed() >= Duration::from_secs(2) {
+            watcher.reload(lib);
+        }
+        watcher.sync_dirty(lib, stop, gate, report);
+        watcher.take_events()?;
+    }
+    Ok(())
+}
 
-    let (tx, rx) = std::sync::mpsc::channel();
-    let mut debouncer = new_debouncer(Duration::from_millis(300), None, tx)
-        .map_err(|e| Error::Watch(e.to_string()))?;
-    let mut watched: HashSet<String> = HashSet::new();
-    let mut dirty: HashSet<i64> = HashSet::new();
-    // Syncs that failed on a busy database: tried again at the next reload.
-    let mut retry: HashSet<i64> = HashSet::new();
-    let mut watches: Vec<Watch> = Vec::new();
-    let mut reloaded = Instant::now() - Duration::from_secs(60);
-    let mut first = true;
-    // Documents embedded by another model are invisible to the lanes (which
-    // say "re-embedding N of M" meanwhile) until re-embedded: do that first.
+/// Documents embedded by another model are invisible to the lanes (which
+/// say "re-embedding N of M" meanwhile) until re-embedded: [`run`] does that
+/// first, under `gate`, and logs what it did.
+fn refresh_other_models(lib: &mut Library, gate: &Mutex<()>) {
     let refreshed = {
         let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
         lib.refresh(&mut |_| {})
@@ -356,45 +357,113 @@ pub fn run(
         Ok(n) => tracing::info!("re-embedded {n} documents made with another model"),
         Err(e) => tracing::warn!("could not re-embed documents made with another model: {e}"),
     }
-    while !stop.load(Ordering::SeqCst) {
-        if reloaded.elapsed() >= Duration::from_secs(2) {
-            match lib.watches() {
-                Ok(w) => watches = w,
-                // A busy or briefly unreadable database: keep the list, retry.
-                Err(e) => tracing::warn!("could not reload the watches: {e}"),
-            }
-            for w in &watches {
-                if w.kind == WatchKind::Folder && !watched.contains(&w.target) {
-                    match debouncer.watch(Path::new(&w.target), RecursiveMode::Recursive) {
-                        Ok(()) => {
-                            watched.insert(w.target.clone());
-                            // What changed before notify followed the folder
-                            // raised no event (a watch added and synced by
-                            // another process since the last reload): sync once.
-                            dirty.insert(w.id);
-                        }
-                        Err(e) => {
-                            // Not followed: the next reload tries again
-                            // (and records it again; only a failure is logged).
-                            let error = format!("cannot watch: {e}");
-                            if let Err(e) = lib.store().record_sync(w.id, Some(&error)) {
-                                tracing::warn!(target = %w.target, "could not record \"{error}\": {e}");
-                            }
+}
+
+/// What [`run`] keeps between turns: the file watcher and its events, the
+/// watches, and which of them are due a sync.
+struct Watcher {
+    debouncer: notify_debouncer_full::Debouncer<
+        notify::RecommendedWatcher,
+        notify_debouncer_full::RecommendedCache,
+    >,
+    rx: std::sync::mpsc::Receiver<notify_debouncer_full::DebounceEventResult>,
+    watched: HashSet<String>,
+    dirty: HashSet<i64>,
+    /// Syncs that failed on a busy database: tried again at the next reload.
+    retry: HashSet<i64>,
+    watches: Vec<Watch>,
+    reloaded: Instant,
+    first: bool,
+}
+
+impl Watcher {
+    /// Starts the file watcher, following nothing yet; the first reload is due.
+    fn new() -> Result<Watcher> {
+        use notify_debouncer_full::new_debouncer;
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let debouncer = new_debouncer(Duration::from_millis(300), None, tx)
+            .map_err(|e| Error::Watch(e.to_string()))?;
+        Ok(Watcher {
+            debouncer,
+            rx,
+            watched: HashSet::new(),
+            dirty: HashSet::new(),
+            retry: HashSet::new(),
+            watches: Vec::new(),
+            reloaded: Instant::now() - Duration::from_secs(60),
+            first: true,
+        })
+    }
+
+    /// Reloads the watches, follows folders not followed yet, and marks due
+    /// the watches whose interval is up (all of them the first time) and
+    /// those to retry.
+    fn reload(&mut self, lib: &Library) {
+        use notify::RecursiveMode;
+
+        let Watcher {
+            debouncer,
+            watched,
+            dirty,
+            retry,
+            watches,
+            first,
+            ..
+        } = self;
+        match lib.watches() {
+            Ok(w) => *watches = w,
+            // A busy or briefly unreadable database: keep the list, retry.
+            Err(e) => tracing::warn!("could not reload the watches: {e}"),
+        }
+        for w in watches.iter() {
+            if w.kind == WatchKind::Folder && !watched.contains(&w.target) {
+                match debouncer.watch(Path::new(&w.target), RecursiveMode::Recursive) {
+                    Ok(()) => {
+                        watched.insert(w.target.clone());
+                        // What changed before notify followed the folder
+                        // raised no event (a watch added and synced by
+                        // another process since the last reload): sync once.
+                        dirty.insert(w.id);
+                    }
+                    Err(e) => {
+                        // Not followed: the next reload tries again
+                        // (and records it again; only a failure is logged).
+                        let error = format!("cannot watch: {e}");
+                        if let Err(e) = lib.store().record_sync(w.id, Some(&error)) {
+                            tracing::warn!(target = %w.target, "could not record \"{error}\": {e}");
                         }
                     }
                 }
-                let due = match w.synced_at {
-                    None => true,
-                    Some(t) => crate::store::now() - t >= w.interval_s as i64,
-                };
-                if first || due {
-                    dirty.insert(w.id);
-                }
             }
-            dirty.extend(retry.drain());
-            first = false;
-            reloaded = Instant::now();
+            let due = match w.synced_at {
+                None => true,
+                Some(t) => crate::store::now() - t >= w.interval_s as i64,
+            };
+            if *first || due {
+                dirty.insert(w.id);
+            }
         }
+        dirty.extend(retry.drain());
+        *first = false;
+        self.reloaded = Instant::now();
+    }
+
+    /// Syncs each watch marked due, under `gate`, and reports it; a failed
+    /// sync is reported as that watch's error. Leaves none marked.
+    fn sync_dirty(
+        &mut self,
+        lib: &mut Library,
+        stop: &AtomicBool,
+        gate: &Mutex<()>,
+        report: &mut dyn FnMut(&SyncReport),
+    ) {
+        let Watcher {
+            dirty,
+            retry,
+            watches,
+            ..
+        } = self;
         for w in watches.iter().filter(|w| dirty.contains(&w.id)) {
             if stop.load(Ordering::SeqCst) {
                 break;
@@ -425,6 +494,14 @@ pub fn run(
             report(&r);
         }
         dirty.clear();
+    }
+
+    /// Waits briefly for file events and marks due the folder watches they
+    /// touch; an error once the file watcher has stopped.
+    fn take_events(&mut self) -> Result<()> {
+        let Watcher {
+            rx, dirty, watches, ..
+        } = self;
         // notify's own thread dying shows here as a closed channel; a test
         // stands in for that at this fault point.
         fail::fail_point!("watch::events_lost", |_| Err(Error::Watch(
@@ -455,6 +532,6 @@ pub fn run(
                 return Err(Error::Watch("the file watcher stopped".into()));
             }
         }
+        Ok(())
     }
-    Ok(())
 }

@@ -385,6 +385,44 @@ pub fn finish(
 
 /// Resolves the mentions and builds the numbered context.
 pub fn prepare(lib: &mut dyn Corpus, message: &str) -> Result<Prepared> {
+    let mentions = mentioned(lib, message)?;
+    let question = mention::strip(message);
+    let fp = Fingerprints::of(lib.models())?;
+    let scorer = ScorerId {
+        kind: ScorerKind::Cosine,
+        model: fp.model.clone(),
+    };
+    let qvec = if question.is_empty() {
+        None
+    } else {
+        Some(lib.embed_query(&question)?)
+    };
+    let mut notes = Vec::new();
+    let (mut context, no_context) = if !mentions.is_empty() {
+        mention_context(lib, &mentions, &qvec, &fp, &scorer, &mut notes)?
+    } else if let Some(v) = &qvec {
+        lane_context(lib, &question, v, &fp, &scorer)?
+    } else {
+        (
+            Vec::new(),
+            Some("the message has no question and mentions no document".to_string()),
+        )
+    };
+    for (i, p) in context.iter_mut().enumerate() {
+        p.n = i + 1;
+    }
+    Ok(Prepared {
+        question,
+        mentions,
+        context,
+        notes,
+        no_context,
+    })
+}
+
+/// The documents `message` mentions, each once, in order; an error for the
+/// first mention that does not resolve to exactly one document.
+fn mentioned(lib: &dyn Corpus, message: &str) -> Result<Vec<Mentioned>> {
     let mut mentions: Vec<Mentioned> = Vec::new();
     for (m, r) in resolve_mentions(lib, message)? {
         match r {
@@ -406,168 +444,203 @@ pub fn prepare(lib: &mut dyn Corpus, message: &str) -> Result<Prepared> {
             }
         }
     }
-    let question = mention::strip(message);
-    let fp = Fingerprints::of(&lib.models())?;
-    let scorer = ScorerId {
-        kind: ScorerKind::Cosine,
-        model: fp.model.clone(),
-    };
-    let qvec = if question.is_empty() {
-        None
-    } else {
-        Some(lib.embed_query(&question)?)
-    };
-    let mut notes = Vec::new();
+    Ok(mentions)
+}
+
+/// The context from the mentioned documents, each with an equal share of the
+/// budget; a note for each one without text, and why there is no context
+/// when none has any.
+fn mention_context(
+    lib: &dyn Corpus,
+    mentions: &[Mentioned],
+    qvec: &Option<Vec<f32>>,
+    fp: &Fingerprints,
+    scorer: &ScorerId,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Passage>, Option<String>)> {
     let mut context: Vec<Passage> = Vec::new();
     let mut no_context = None;
+    let share = CONTEXT_BUDGET_CHARS / mentions.len();
+    for m in mentions {
+        let doc = lib.document(m.doc)?;
+        let content = match (&doc.broken_reason, lib.store().document_content(m.doc)?) {
+            (None, Some(c)) => c,
+            (reason, _) => {
+                notes.push(format!(
+                    "{} ({}) has no text to answer from: {}",
+                    m.token,
+                    doc.title,
+                    reason.as_deref().unwrap_or("it is not indexed")
+                ));
+                continue;
+            }
+        };
+        let chunks: Vec<(ChunkRow, Option<Cosine>)> = match qvec {
+            Some(v) => lib.store().chunks_with_cosines(content, v, &fp.chunk)?,
+            None => lib
+                .store()
+                .chunks(content)?
+                .into_iter()
+                .map(|c| (c, None))
+                .collect(),
+        };
+        let (picked, whole) = within_share(&chunks, share);
+        for (c, cosine) in picked {
+            context.push(Passage {
+                n: 0,
+                doc: doc.id,
+                title: doc.title.clone(),
+                source: doc.source.clone(),
+                chunk: c.id,
+                heading_path: c.heading_path.clone(),
+                page: c.page,
+                text: c.text.clone(),
+                found: Found::Mention {
+                    token: m.token.clone(),
+                },
+                cosine: *cosine,
+                scorer: scorer.clone(),
+                whole_document: whole,
+            });
+        }
+    }
+    if context.is_empty() {
+        no_context = Some("none of the mentioned documents has indexed text".to_string());
+    }
+    Ok((context, no_context))
+}
 
-    if !mentions.is_empty() {
-        let share = CONTEXT_BUDGET_CHARS / mentions.len();
-        for m in &mentions {
-            let doc = lib.document(m.doc)?;
-            let content = match (&doc.broken_reason, lib.store().document_content(m.doc)?) {
-                (None, Some(c)) => c,
-                (reason, _) => {
-                    notes.push(format!(
-                        "{} ({}) has no text to answer from: {}",
-                        m.token,
-                        doc.title,
-                        reason.as_deref().unwrap_or("it is not indexed")
-                    ));
-                    continue;
-                }
-            };
-            let chunks: Vec<(ChunkRow, Option<Cosine>)> = match &qvec {
-                Some(v) => lib.store().chunks_with_cosines(content, v, &fp.chunk)?,
-                None => lib
-                    .store()
-                    .chunks(content)?
-                    .into_iter()
-                    .map(|c| (c, None))
-                    .collect(),
-            };
-            let total: usize = chunks.iter().map(|(c, _)| c.text.chars().count()).sum();
-            let whole = total <= share;
-            let mut picked: Vec<&(ChunkRow, Option<Cosine>)> = chunks.iter().collect();
-            if !whole {
-                // The topic lane's scorer restricted to this document: best
-                // passages first, as many as the budget holds.
-                let key = |c: &Option<Cosine>| c.unwrap_or(Cosine::new(f32::MIN));
-                picked.sort_by(|(a, x), (b, y)| key(x).rank(key(y)).then(a.seq.cmp(&b.seq)));
-                let mut used = 0;
-                picked.retain(|(c, _)| {
-                    let n = c.text.chars().count();
-                    let keep = used + n <= share;
-                    used += if keep { n } else { 0 };
-                    keep
-                });
-            }
-            for (c, cosine) in picked {
-                context.push(Passage {
-                    n: 0,
-                    doc: doc.id,
-                    title: doc.title.clone(),
-                    source: doc.source.clone(),
-                    chunk: c.id,
-                    heading_path: c.heading_path.clone(),
-                    page: c.page,
-                    text: c.text.clone(),
-                    found: Found::Mention {
-                        token: m.token.clone(),
-                    },
-                    cosine: *cosine,
-                    scorer: scorer.clone(),
-                    whole_document: whole,
-                });
-            }
-        }
-        if context.is_empty() {
-            no_context = Some("none of the mentioned documents has indexed text".to_string());
-        }
-    } else if let Some(v) = &qvec {
-        let r = lib.match_query(&question, LANE_HITS)?;
-        let mut topic = Vec::new();
-        if r.topic.has_ready_hits() {
-            for h in r.topic.hits() {
-                let doc = lib.document(h.doc)?;
-                topic.push(Passage {
-                    n: 0,
-                    doc: h.doc,
-                    title: h.title.clone(),
-                    source: doc.source,
-                    chunk: h.chunk,
-                    heading_path: h.heading_path.clone(),
-                    page: h.page,
-                    text: h.passage.clone(),
-                    found: Found::TopicLane,
-                    cosine: Some(h.cosine),
-                    scorer: h.scorer.clone(),
-                    whole_document: false,
-                });
-            }
-        }
-        let mut subject = Vec::new();
-        if r.subject.has_ready_hits() {
-            // In the cross-encoder's order; each document's best passage is
-            // picked by chunk cosine within that one document.
-            for h in r.subject.hits() {
-                let Some(content) = lib.store().document_content(h.doc)? else {
-                    continue;
-                };
-                let best = lib
-                    .store()
-                    .chunks_with_cosines(content, v, &fp.chunk)?
-                    .into_iter()
-                    .filter_map(|(c, cos)| cos.map(|cos| (c, cos)))
-                    .max_by(|a, b| b.1.rank(a.1));
-                let Some((c, cos)) = best else {
-                    continue;
-                };
-                let doc = lib.document(h.doc)?;
-                subject.push(Passage {
-                    n: 0,
-                    doc: h.doc,
-                    title: h.title.clone(),
-                    source: doc.source,
-                    chunk: c.id,
-                    heading_path: c.heading_path,
-                    page: c.page,
-                    text: c.text,
-                    found: Found::SubjectLane,
-                    cosine: Some(cos),
-                    scorer: scorer.clone(),
-                    whole_document: false,
-                });
-            }
-        }
-        context = alternate(subject, topic, CONTEXT_BUDGET_CHARS);
-        if context.is_empty() {
-            let state = |s: &str, reason: Option<&str>| match (s, reason) {
-                (_, Some(r)) => format!("{s}: {r}"),
-                ("ready", None) => "nothing passed its floor".to_string(),
-                ("weak", None) => "only sub-floor matches".to_string(),
-                _ => s.to_string(),
-            };
-            no_context = Some(format!(
-                "neither lane admitted a document for this question (subject lane: {}; topic lane: {}); \
-                 mention a document with @doc: to answer from it",
-                state(r.subject.state(), r.subject.reason()),
-                state(r.topic.state(), r.topic.reason())
-            ));
-        }
-    } else {
-        no_context = Some("the message has no question and mentions no document".to_string());
+/// A mentioned document's chunks for the context: all of them when they fit
+/// `share` (then true), else its best by cosine, as many as `share` holds.
+fn within_share(
+    chunks: &[(ChunkRow, Option<Cosine>)],
+    share: usize,
+) -> (Vec<&(ChunkRow, Option<Cosine>)>, bool) {
+    let total: usize = chunks.iter().map(|(c, _)| c.text.chars().count()).sum();
+    let whole = total <= share;
+    let mut picked: Vec<&(ChunkRow, Option<Cosine>)> = chunks.iter().collect();
+    if !whole {
+        // The topic lane's scorer restricted to this document: best
+        // passages first, as many as the budget holds.
+        let key = |c: &Option<Cosine>| c.unwrap_or(Cosine::new(f32::MIN));
+        picked.sort_by(|(a, x), (b, y)| key(x).rank(key(y)).then(a.seq.cmp(&b.seq)));
+        let mut used = 0;
+        picked.retain(|(c, _)| {
+            let n = c.text.chars().count();
+            let keep = used + n <= share;
+            used += if keep { n } else { 0 };
+            keep
+        });
     }
-    for (i, p) in context.iter_mut().enumerate() {
-        p.n = i + 1;
+    (picked, whole)
+}
+
+/// The context from what the lanes admit for `question` (no document was
+/// mentioned), and why there is none when neither admits anything.
+fn lane_context(
+    lib: &mut dyn Corpus,
+    question: &str,
+    v: &[f32],
+    fp: &Fingerprints,
+    scorer: &ScorerId,
+) -> Result<(Vec<Passage>, Option<String>)> {
+    let mut no_context = None;
+    let r = lib.match_query(question, LANE_HITS)?;
+    let topic = topic_passages(lib, &r)?;
+    let subject = subject_passages(lib, &r, v, fp, scorer)?;
+    let context = alternate(subject, topic, CONTEXT_BUDGET_CHARS);
+    if context.is_empty() {
+        no_context = Some(no_lane_context(&r));
     }
-    Ok(Prepared {
-        question,
-        mentions,
-        context,
-        notes,
-        no_context,
-    })
+    Ok((context, no_context))
+}
+
+/// The topic lane's admitted passages, in its rank.
+fn topic_passages(lib: &dyn Corpus, r: &MatchResponse) -> Result<Vec<Passage>> {
+    let mut topic = Vec::new();
+    if r.topic.has_ready_hits() {
+        for h in r.topic.hits() {
+            let doc = lib.document(h.doc)?;
+            topic.push(Passage {
+                n: 0,
+                doc: h.doc,
+                title: h.title.clone(),
+                source: doc.source,
+                chunk: h.chunk,
+                heading_path: h.heading_path.clone(),
+                page: h.page,
+                text: h.passage.clone(),
+                found: Found::TopicLane,
+                cosine: Some(h.cosine),
+                scorer: h.scorer.clone(),
+                whole_document: false,
+            });
+        }
+    }
+    Ok(topic)
+}
+
+/// The subject lane's admitted documents, in its rank, each by its passage
+/// closest to the question.
+fn subject_passages(
+    lib: &dyn Corpus,
+    r: &MatchResponse,
+    v: &[f32],
+    fp: &Fingerprints,
+    scorer: &ScorerId,
+) -> Result<Vec<Passage>> {
+    let mut subject = Vec::new();
+    if r.subject.has_ready_hits() {
+        // In the cross-encoder's order; each document's best passage is
+        // picked by chunk cosine within that one document.
+        for h in r.subject.hits() {
+            let Some(content) = lib.store().document_content(h.doc)? else {
+                continue;
+            };
+            let best = lib
+                .store()
+                .chunks_with_cosines(content, v, &fp.chunk)?
+                .into_iter()
+                .filter_map(|(c, cos)| cos.map(|cos| (c, cos)))
+                .max_by(|a, b| b.1.rank(a.1));
+            let Some((c, cos)) = best else {
+                continue;
+            };
+            let doc = lib.document(h.doc)?;
+            subject.push(Passage {
+                n: 0,
+                doc: h.doc,
+                title: h.title.clone(),
+                source: doc.source,
+                chunk: c.id,
+                heading_path: c.heading_path,
+                page: c.page,
+                text: c.text,
+                found: Found::SubjectLane,
+                cosine: Some(cos),
+                scorer: scorer.clone(),
+                whole_document: false,
+            });
+        }
+    }
+    Ok(subject)
+}
+
+/// Why neither lane gave the context anything, with each lane's state, and
+/// what the user can do instead.
+fn no_lane_context(r: &MatchResponse) -> String {
+    let state = |s: &str, reason: Option<&str>| match (s, reason) {
+        (_, Some(r)) => format!("{s}: {r}"),
+        ("ready", None) => "nothing passed its floor".to_string(),
+        ("weak", None) => "only sub-floor matches".to_string(),
+        _ => s.to_string(),
+    };
+    format!(
+        "neither lane admitted a document for this question (subject lane: {}; topic lane: {}); \
+         mention a document with @doc: to answer from it",
+        state(r.subject.state(), r.subject.reason()),
+        state(r.topic.state(), r.topic.reason())
+    )
 }
 
 /// The lanes' passages for the context: the subject lane's first, the topic

@@ -353,6 +353,32 @@ pub fn fetch(raw: &str, policy: &FetchPolicy, known: &Validators) -> Result<Fetc
         resolver: policy.resolver.clone(),
     };
     guard.check_literal(&url)?;
+    let client = guarded_client(guard, policy)?;
+    let mut request = client.get(url);
+    if let Some(etag) = &known.etag {
+        request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+    }
+    if let Some(lm) = &known.last_modified {
+        request = request.header(reqwest::header::IF_MODIFIED_SINCE, lm);
+    }
+    let response = request.send().map_err(|e| {
+        if let Some(refused) = refusal_in(&e) {
+            refused
+        } else if e.is_timeout() {
+            BrokenReason::Unreachable(format!("timed out after {} s", policy.timeout.as_secs()))
+        } else {
+            BrokenReason::Unreachable(error_chain(&e))
+        }
+    })?;
+    read_response(response, policy)
+}
+
+/// The client for one fetch: every host it connects to, first or redirected
+/// to, goes through `guard`, and so does every redirect's literal address.
+fn guarded_client(
+    guard: Guard,
+    policy: &FetchPolicy,
+) -> Result<reqwest::blocking::Client, BrokenReason> {
     let redirect_guard = guard.clone();
     let redirects = reqwest::redirect::Policy::custom(move |attempt| {
         if attempt.previous().len() >= MAX_REDIRECTS {
@@ -380,22 +406,16 @@ pub fn fetch(raw: &str, policy: &FetchPolicy, known: &Validators) -> Result<Fetc
         .dns_resolver(Arc::new(GuardedResolver(guard)))
         .build()
         .map_err(|e| BrokenReason::Unreachable(e.to_string()))?;
-    let mut request = client.get(url);
-    if let Some(etag) = &known.etag {
-        request = request.header(reqwest::header::IF_NONE_MATCH, etag);
-    }
-    if let Some(lm) = &known.last_modified {
-        request = request.header(reqwest::header::IF_MODIFIED_SINCE, lm);
-    }
-    let response = request.send().map_err(|e| {
-        if let Some(refused) = refusal_in(&e) {
-            refused
-        } else if e.is_timeout() {
-            BrokenReason::Unreachable(format!("timed out after {} s", policy.timeout.as_secs()))
-        } else {
-            BrokenReason::Unreachable(error_chain(&e))
-        }
-    })?;
+    Ok(client)
+}
+
+/// The response's body and validators, or why not: a 304 is
+/// [`Fetch::NotModified`], anything else but a success is an error, and so
+/// is a body over the policy's size cap.
+fn read_response(
+    response: reqwest::blocking::Response,
+    policy: &FetchPolicy,
+) -> Result<Fetch, BrokenReason> {
     let status = response.status();
     if status == reqwest::StatusCode::NOT_MODIFIED {
         return Ok(Fetch::NotModified);

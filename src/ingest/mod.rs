@@ -124,6 +124,40 @@ pub struct AddReport {
     pub documents: Vec<AddedDocument>,
 }
 
+/// A source's name (its file name, or a URL's last segment) and what is
+/// known of it before it is read: its key, and the kind its extension says.
+fn first_meta(source: &Source, key: &str) -> (String, Meta) {
+    let name = match source {
+        Source::File(p) => p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| key.to_string()),
+        Source::Url(u) => u
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(u)
+            .to_string(),
+    };
+    let meta = Meta {
+        source: key.to_string(),
+        kind: match source {
+            Source::File(p) => Kind::from_extension(p),
+            Source::Url(_) => None,
+        },
+        title: name.clone(),
+        bytes: 0,
+        mtime_ns: None,
+        validators: Validators::default(),
+    };
+    (name, meta)
+}
+
+/// A source settled as broken: what [`Pipeline::read`] returns for it.
+fn broken(meta: Meta, reason: BrokenReason) -> Result<std::result::Result<Raw, Prepared>> {
+    Ok(Err(Prepared::Broken(meta, reason)))
+}
+
 /// What one file turned into before anything is written.
 enum Prepared {
     Unchanged { id: i64 },
@@ -303,107 +337,103 @@ impl Pipeline<'_> {
     /// size and mtime) or as broken (too large, vanished, unreachable).
     fn read(&self, source: &Source) -> Result<std::result::Result<Raw, Prepared>> {
         let key = source.key();
-        let name = match source {
-            Source::File(p) => p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| key.clone()),
-            Source::Url(u) => u
-                .trim_end_matches('/')
-                .rsplit('/')
-                .next()
-                .unwrap_or(u)
-                .to_string(),
-        };
-        let mut meta = Meta {
-            source: key.clone(),
-            kind: match source {
-                Source::File(p) => Kind::from_extension(p),
-                Source::Url(_) => None,
-            },
-            title: name.clone(),
-            bytes: 0,
-            mtime_ns: None,
-            validators: Validators::default(),
-        };
-        let broken = |meta, reason| Ok(Err(Prepared::Broken(meta, reason)));
+        let (name, meta) = first_meta(source, &key);
         match source {
-            Source::Url(url) => {
-                let policy = FetchPolicy {
-                    allow_private: self.limits.allow_private_urls,
-                    max_bytes: self.limits.max_file_bytes,
-                    timeout: FETCH_TIMEOUT,
-                    resolver: self.resolver.clone(),
-                };
-                // Ask "changed since?" only when what we hold is indexed.
-                let stamp = self.store.stamp(&key)?.filter(|s| s.content_id.is_some());
-                let known = stamp
-                    .as_ref()
-                    .map(|s| s.validators.clone())
-                    .unwrap_or_default();
-                match fetch::fetch(url, &policy, &known) {
-                    Ok(fetch::Fetch::NotModified) => match stamp {
-                        Some(s) => Ok(Err(Prepared::Unchanged { id: s.id })),
-                        None => broken(
-                            meta,
-                            BrokenReason::Unreachable(
-                                "the server answered 304 Not Modified to an unconditional request"
-                                    .into(),
-                            ),
-                        ),
-                    },
-                    Ok(fetch::Fetch::Fetched(f)) => {
-                        meta.bytes = f.bytes.len() as u64;
-                        meta.validators = f.validators;
-                        Ok(Ok(Raw {
-                            meta,
-                            name,
-                            data: f.bytes,
-                            kind: f.kind,
-                        }))
-                    }
-                    Err(reason) => broken(meta, reason),
-                }
+            Source::Url(url) => self.read_url(url, key, name, meta),
+            Source::File(path) => self.read_file(path, key, name, meta),
+        }
+    }
+
+    /// Fetches a URL (conditionally, when what is stored for it is indexed),
+    /// or settles it as unchanged or broken.
+    fn read_url(
+        &self,
+        url: &str,
+        key: String,
+        name: String,
+        mut meta: Meta,
+    ) -> Result<std::result::Result<Raw, Prepared>> {
+        let policy = FetchPolicy {
+            allow_private: self.limits.allow_private_urls,
+            max_bytes: self.limits.max_file_bytes,
+            timeout: FETCH_TIMEOUT,
+            resolver: self.resolver.clone(),
+        };
+        // Ask "changed since?" only when what we hold is indexed.
+        let stamp = self.store.stamp(&key)?.filter(|s| s.content_id.is_some());
+        let known = stamp
+            .as_ref()
+            .map(|s| s.validators.clone())
+            .unwrap_or_default();
+        match fetch::fetch(url, &policy, &known) {
+            Ok(fetch::Fetch::NotModified) => match stamp {
+                Some(s) => Ok(Err(Prepared::Unchanged { id: s.id })),
+                None => broken(
+                    meta,
+                    BrokenReason::Unreachable(
+                        "the server answered 304 Not Modified to an unconditional request".into(),
+                    ),
+                ),
+            },
+            Ok(fetch::Fetch::Fetched(f)) => {
+                meta.bytes = f.bytes.len() as u64;
+                meta.validators = f.validators;
+                Ok(Ok(Raw {
+                    meta,
+                    name,
+                    data: f.bytes,
+                    kind: f.kind,
+                }))
             }
-            Source::File(path) => {
-                let fs_meta = match std::fs::metadata(path) {
-                    Ok(m) => m,
-                    Err(e) => return broken(meta, read_failure(e)),
-                };
-                if let Some(what) = not_a_file(&fs_meta) {
-                    return broken(meta, BrokenReason::NotAFile(what.into()));
-                }
-                meta.bytes = fs_meta.len();
-                meta.mtime_ns = fs_meta
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_nanos() as i64);
-                if let Some(s) = self.store.stamp(&key)?
-                    && s.content_id.is_some()
-                    && s.bytes == meta.bytes
-                    && s.mtime_ns == meta.mtime_ns
-                {
-                    return Ok(Err(Prepared::Unchanged { id: s.id }));
-                }
-                if meta.bytes > self.limits.max_file_bytes {
-                    let reason = BrokenReason::TooLarge {
-                        bytes: meta.bytes,
-                        cap: self.limits.max_file_bytes,
-                    };
-                    return broken(meta, reason);
-                }
-                fail::fail_point!("ingest::before_read");
-                match std::fs::read(path) {
-                    Ok(data) => Ok(Ok(Raw {
-                        meta,
-                        name,
-                        data,
-                        kind: None,
-                    })),
-                    Err(e) => broken(meta, read_failure(e)),
-                }
-            }
+            Err(reason) => broken(meta, reason),
+        }
+    }
+
+    /// Reads a file, or settles it as unchanged (by size and mtime) or
+    /// broken (vanished, not a file, too large, unreadable).
+    fn read_file(
+        &self,
+        path: &std::path::Path,
+        key: String,
+        name: String,
+        mut meta: Meta,
+    ) -> Result<std::result::Result<Raw, Prepared>> {
+        let fs_meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) => return broken(meta, read_failure(e)),
+        };
+        if let Some(what) = not_a_file(&fs_meta) {
+            return broken(meta, BrokenReason::NotAFile(what.into()));
+        }
+        meta.bytes = fs_meta.len();
+        meta.mtime_ns = fs_meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as i64);
+        if let Some(s) = self.store.stamp(&key)?
+            && s.content_id.is_some()
+            && s.bytes == meta.bytes
+            && s.mtime_ns == meta.mtime_ns
+        {
+            return Ok(Err(Prepared::Unchanged { id: s.id }));
+        }
+        if meta.bytes > self.limits.max_file_bytes {
+            let reason = BrokenReason::TooLarge {
+                bytes: meta.bytes,
+                cap: self.limits.max_file_bytes,
+            };
+            return broken(meta, reason);
+        }
+        fail::fail_point!("ingest::before_read");
+        match std::fs::read(path) {
+            Ok(data) => Ok(Ok(Raw {
+                meta,
+                name,
+                data,
+                kind: None,
+            })),
+            Err(e) => broken(meta, read_failure(e)),
         }
     }
 

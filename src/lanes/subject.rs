@@ -83,6 +83,52 @@ pub fn run<'a>(
     cache: &mut HashMap<(String, String, String), RerankLogit>,
 ) -> Result<(LaneRun<SubjectHit>, bool)> {
     let (query, query_vec, top_k) = (q.text, q.vector, q.top_k);
+    let Scan {
+        mut candidates,
+        eligible,
+        weak,
+    } = scan(store, query_vec, top_k, fingerprint, model)?;
+    if eligible.is_empty() {
+        // The gate: nothing could be admitted, so the cross-encoder is not run.
+        return Ok((
+            LaneRun {
+                admitted: Ok(Vec::new()),
+                weak,
+                candidates,
+            },
+            true,
+        ));
+    }
+    let reranker = match reranker() {
+        Ok(r) => r,
+        Err(reason) => return Ok((suppress(&mut candidates, &eligible, reason), false)),
+    };
+    let model_id = reranker.model_id().to_string();
+    if let Err(reason) = rerank_missing(reranker, query, &model_id, &eligible, budget, cache) {
+        return Ok((suppress(&mut candidates, &eligible, reason), false));
+    }
+    let run = admit(query, model_id, eligible, candidates, weak, cache, top_k);
+    Ok((run, false))
+}
+
+/// The cards nearest the query, each decided by cosine alone.
+struct Scan {
+    candidates: Vec<Candidate>,
+    /// Over the cosine floor: for the cross-encoder to decide.
+    eligible: Vec<Eligible>,
+    /// Under the cosine floor (at most `top_k`), in cosine order.
+    weak: Vec<SubjectHit>,
+}
+
+/// Finds the cards nearest the query by cosine and sorts them by the gate
+/// and the cosine floor.
+fn scan(
+    store: &Store,
+    query_vec: &[f32],
+    top_k: usize,
+    fingerprint: &str,
+    model: &str,
+) -> Result<Scan> {
     let mut stmt = store.conn.prepare_cached(
         "SELECT v.content_id, v.distance, c.text, c.what, t.hash
          FROM card_vectors v JOIN cards c ON c.content_id = v.content_id JOIN contents t ON t.id = v.content_id
@@ -119,13 +165,7 @@ pub fn run<'a>(
         let Some(first) = locs.first().cloned() else {
             continue;
         };
-        let decision = if cosine < SUBJECT_GATE {
-            Decision::BelowGate
-        } else if SUBJECT_FLOOR.admits(cosine) {
-            Decision::Admitted // provisional: the cross-encoder decides below
-        } else {
-            Decision::BelowCosineFloor
-        };
+        let decision = by_cosine(cosine);
         candidates.push(Candidate {
             doc: first.doc,
             title: first.title.clone(),
@@ -150,35 +190,56 @@ pub fn run<'a>(
             _ => {}
         }
     }
-    if eligible.is_empty() {
-        // The gate: nothing could be admitted, so the cross-encoder is not run.
-        return Ok((
-            LaneRun {
-                admitted: Ok(Vec::new()),
-                weak,
-                candidates,
-            },
-            true,
-        ));
+    Ok(Scan {
+        candidates,
+        eligible,
+        weak,
+    })
+}
+
+/// A card's decision by its cosine: under the gate, under the floor, or
+/// provisionally admitted (the cross-encoder decides).
+fn by_cosine(cosine: Cosine) -> Decision {
+    if cosine < SUBJECT_GATE {
+        Decision::BelowGate
+    } else if SUBJECT_FLOOR.admits(cosine) {
+        Decision::Admitted // provisional: the cross-encoder decides below
+    } else {
+        Decision::BelowCosineFloor
     }
-    let suppress = |candidates: &mut Vec<Candidate>, eligible: &[Eligible], reason: String| {
-        for (_, _, i) in eligible {
-            candidates[*i].decision = Decision::RerankerUnavailable;
-        }
-        LaneRun {
-            admitted: Err(Unready::Unavailable(reason)),
-            weak: Vec::new(),
-            candidates: std::mem::take(candidates),
-        }
-    };
-    let reranker = match reranker() {
-        Ok(r) => r,
-        Err(reason) => return Ok((suppress(&mut candidates, &eligible, reason), false)),
-    };
+}
+
+/// The lane when the cross-encoder cannot decide: the eligible cards are
+/// suppressed, and the lane is unavailable for `reason`.
+fn suppress(
+    candidates: &mut Vec<Candidate>,
+    eligible: &[Eligible],
+    reason: String,
+) -> LaneRun<SubjectHit> {
+    for (_, _, i) in eligible {
+        candidates[*i].decision = Decision::RerankerUnavailable;
+    }
+    LaneRun {
+        admitted: Err(Unready::Unavailable(reason)),
+        weak: Vec::new(),
+        candidates: std::mem::take(candidates),
+    }
+}
+
+/// Scores with the cross-encoder the eligible cards it has not scored for
+/// this query yet, into `cache`, within `budget`; else why the lane must be
+/// suppressed.
+fn rerank_missing(
+    reranker: &mut dyn Reranker,
+    query: &str,
+    model_id: &str,
+    eligible: &[Eligible],
+    budget: std::time::Duration,
+    cache: &mut HashMap<(String, String, String), RerankLogit>,
+) -> std::result::Result<(), String> {
     // Only cards this (query, content, reranker) has not scored yet go to the
     // model; the budget and the checks apply to that call.
-    let model_id = reranker.model_id().to_string();
-    let key = |hash: &str| (query.to_string(), hash.to_string(), model_id.clone());
+    let key = |hash: &str| (query.to_string(), hash.to_string(), model_id.to_string());
     let missing: Vec<usize> = (0..eligible.len())
         .filter(|&i| !cache.contains_key(&key(&eligible[i].1.1)))
         .collect();
@@ -189,7 +250,7 @@ pub fn run<'a>(
             Ok(s) => s,
             Err(e) => {
                 let reason = format!("the cross-encoder failed at run time: {e}");
-                return Ok((suppress(&mut candidates, &eligible, reason), false));
+                return Err(reason);
             }
         };
         let elapsed = started.elapsed();
@@ -199,16 +260,32 @@ pub fn run<'a>(
                 elapsed.as_millis(),
                 budget.as_millis()
             );
-            return Ok((suppress(&mut candidates, &eligible, reason), false));
+            return Err(reason);
         }
         if fresh.len() != texts.len() || fresh.iter().any(|s| !s.is_finite()) {
             let reason = "the cross-encoder returned no usable score for some cards".to_string();
-            return Ok((suppress(&mut candidates, &eligible, reason), false));
+            return Err(reason);
         }
         for (&i, score) in missing.iter().zip(fresh) {
             cache.insert(key(&eligible[i].1.1), RerankLogit::new(score));
         }
     }
+    Ok(())
+}
+
+/// The cross-encoder's decision on the eligible cards, by their cached
+/// scores: those at or over [`RERANK_FLOOR`] admitted in its order, the rest
+/// weak, each list cut to `top_k`.
+fn admit(
+    query: &str,
+    model_id: String,
+    eligible: Vec<Eligible>,
+    mut candidates: Vec<Candidate>,
+    mut weak: Vec<SubjectHit>,
+    cache: &HashMap<(String, String, String), RerankLogit>,
+    top_k: usize,
+) -> LaneRun<SubjectHit> {
+    let key = |hash: &str| (query.to_string(), hash.to_string(), model_id.clone());
     let scores: Vec<RerankLogit> = eligible
         .iter()
         .map(|(_, (_, hash), _)| cache[&key(hash)])
@@ -241,12 +318,9 @@ pub fn run<'a>(
     // below the rerank floor came after the cosine-ordered scan, so re-sort.
     weak.sort_by(|a, b| a.cosine.rank(b.cosine));
     weak.truncate(top_k);
-    Ok((
-        LaneRun {
-            admitted: Ok(admitted),
-            weak,
-            candidates,
-        },
-        false,
-    ))
+    LaneRun {
+        admitted: Ok(admitted),
+        weak,
+        candidates,
+    }
 }

@@ -24,6 +24,7 @@ pub const TOPIC_FLOOR: Floor<Cosine> = Floor::new(
     "fixtures/labelled: relevant best passage 0.494–0.823 (n=26), noise 0.020–0.494 (n=13)",
 );
 
+/// Runs the lane: each nearby document's best passage, vetoed or floored.
 pub fn run(
     store: &Store,
     q: &LaneQuery<'_>,
@@ -64,47 +65,15 @@ pub fn run(
     };
     let mut admitted = Vec::new();
     for row in rows {
-        let (chunk, distance, content, path_json, text, page, key_terms_json) = row?;
-        if !seen.insert(content) {
+        let row = row?;
+        if !seen.insert(row.2) {
             continue; // not this document's best passage
         }
-        let locs: Vec<Location> = locations(store, content)?;
-        let Some(first) = locs.first().cloned() else {
+        let Some((candidate, hit)) = judge(store, query_terms, &scorer, row)? else {
             continue;
         };
-        let heading_path: Vec<String> = serde_json::from_str(&path_json)
-            .map_err(|e| crate::Error::Corrupt(format!("chunk {chunk}: {e}")))?;
-        let cosine = Cosine::from_distance(distance);
-        let key_terms: Vec<String> = match key_terms_json {
-            Some(j) => serde_json::from_str(&j)
-                .map_err(|e| crate::Error::Corrupt(format!("card of content {content}: {e}")))?,
-            None => Vec::new(),
-        };
-        let vetoed = !super::terms::mentions(query_terms, &heading_path, &first.title, &key_terms);
-        let decision = match (vetoed, TOPIC_FLOOR.admits(cosine)) {
-            (true, _) => Decision::Vetoed,
-            (false, true) => Decision::Admitted,
-            (false, false) => Decision::BelowCosineFloor,
-        };
-        run.candidates.push(Candidate {
-            doc: first.doc,
-            title: first.title.clone(),
-            cosine,
-            rerank: None,
-            heading_path: Some(heading_path.clone()),
-            decision,
-        });
-        let hit = TopicHit {
-            doc: first.doc,
-            title: first.title,
-            locations: locs,
-            chunk,
-            heading_path,
-            passage: text,
-            page,
-            cosine,
-            scorer: scorer.clone(),
-        };
+        let decision = candidate.decision;
+        run.candidates.push(candidate);
         match decision {
             Decision::Admitted if admitted.len() < top_k => admitted.push(hit),
             Decision::BelowCosineFloor if run.weak.len() < top_k => run.weak.push(hit),
@@ -113,4 +82,58 @@ pub fn run(
     }
     run.admitted = Ok(admitted);
     Ok(run)
+}
+
+/// A KNN row: chunk id, distance, content id, heading path (JSON), passage,
+/// page, and the card's key terms (JSON; none without a card).
+type PassageRow = (i64, f32, i64, String, String, Option<u32>, Option<String>);
+
+/// A document's best passage under the heading veto and [`TOPIC_FLOOR`]: its
+/// candidate (with the decision) and its hit; none when no document holds
+/// its content.
+fn judge(
+    store: &Store,
+    query_terms: &HashSet<String>,
+    scorer: &ScorerId,
+    row: PassageRow,
+) -> Result<Option<(Candidate, TopicHit)>> {
+    let (chunk, distance, content, path_json, text, page, key_terms_json) = row;
+    let locs: Vec<Location> = locations(store, content)?;
+    let Some(first) = locs.first().cloned() else {
+        return Ok(None);
+    };
+    let heading_path: Vec<String> = serde_json::from_str(&path_json)
+        .map_err(|e| crate::Error::Corrupt(format!("chunk {chunk}: {e}")))?;
+    let cosine = Cosine::from_distance(distance);
+    let key_terms: Vec<String> = match key_terms_json {
+        Some(j) => serde_json::from_str(&j)
+            .map_err(|e| crate::Error::Corrupt(format!("card of content {content}: {e}")))?,
+        None => Vec::new(),
+    };
+    let vetoed = !super::terms::mentions(query_terms, &heading_path, &first.title, &key_terms);
+    let decision = match (vetoed, TOPIC_FLOOR.admits(cosine)) {
+        (true, _) => Decision::Vetoed,
+        (false, true) => Decision::Admitted,
+        (false, false) => Decision::BelowCosineFloor,
+    };
+    let candidate = Candidate {
+        doc: first.doc,
+        title: first.title.clone(),
+        cosine,
+        rerank: None,
+        heading_path: Some(heading_path.clone()),
+        decision,
+    };
+    let hit = TopicHit {
+        doc: first.doc,
+        title: first.title,
+        locations: locs,
+        chunk,
+        heading_path,
+        passage: text,
+        page,
+        cosine,
+        scorer: scorer.clone(),
+    };
+    Ok(Some((candidate, hit)))
 }
