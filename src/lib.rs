@@ -30,6 +30,7 @@ pub mod paths;
 pub mod score;
 pub mod store;
 pub mod watch;
+pub mod words;
 
 pub use error::{Error, Result};
 pub use ingest::{AddReport, Limits, Progress};

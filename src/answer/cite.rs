@@ -13,6 +13,11 @@ pub fn squash(s: &str) -> String {
         .to_lowercase()
 }
 
+/// Whether `quote` occurs in `text`, whitespace and case ignored: the rule.
+pub fn occurs(quote: &str, text: &str) -> bool {
+    squash(text).contains(&squash(quote))
+}
+
 #[derive(Debug, Clone, Copy)]
 pub enum Located<'a> {
     /// The quote occurs in this passage.
@@ -23,10 +28,10 @@ pub enum Located<'a> {
 
 /// Finds `quote` in one of `chunks` (whitespace and case ignored).
 pub fn locate<'a>(chunks: &'a [ChunkRow], quote: &str) -> Located<'a> {
-    let quote = squash(quote);
-    if let Some(hit) = chunks.iter().find(|c| squash(&c.text).contains(&quote)) {
+    if let Some(hit) = chunks.iter().find(|c| occurs(quote, &c.text)) {
         return Located::Verified(hit);
     }
+    let quote = squash(quote);
     let words: HashSet<&str> = quote.split(' ').collect();
     let nearest = chunks
         .iter()

@@ -839,7 +839,7 @@ pub fn check(
                     p.title, p.doc
                 ));
             }
-            if quotes && !cite::squash(&p.text).contains(&cite::squash(&d.text)) {
+            if quotes && !cite::occurs(&d.text, &p.text) {
                 problems.push(format!("the quoted text does not occur in passage [{n}]"));
             }
         }

@@ -7,23 +7,13 @@ use std::collections::HashSet;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-/// Function words that never count as a mention.
-const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "with", "by", "from",
-    "about", "is", "are", "was", "were", "be", "been", "how", "what", "which", "who", "whom",
-    "why", "when", "where", "do", "does", "did", "i", "you", "we", "my", "your", "our", "it",
-    "its", "this", "that", "these", "those", "as", "into", "can", "should", "would", "could",
-    "will", "there", "their", "any", "some", "all", "not", "no", "me", "us", "than", "then", "so",
-    "if", "vs", "versus", "using", "use", "get", "make", "much", "many",
-];
-
 /// Stemmed content terms of a text.
 pub fn stems(text: &str) -> HashSet<String> {
     let stemmer = Stemmer::create(Algorithm::English);
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| !crate::words::is_function_word(w))
         .map(|w| stemmer.stem(&w).into_owned())
         .collect()
 }
