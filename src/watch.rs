@@ -36,7 +36,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::ingest::{Failure, Source};
 use crate::store::{NewWatch, Watch, WatchKind};
-use crate::{Library, Progress};
+use crate::{AddReport, Library, Progress};
 
 /// Default seconds between syncs of a watch without events (URL re-fetch).
 pub const DEFAULT_INTERVAL_S: u64 = 3600;
@@ -317,6 +317,47 @@ pub fn add(
         created,
         sync,
     })
+}
+
+/// Adds what the user dropped, as the app's Library page does: with
+/// `keep_in_sync`, each folder or URL becomes a watch and is synced once
+/// under `gate` (see [`run`]); everything else is added once. One report
+/// for all of it, in which a URL's fetch error is that URL's one failure.
+pub fn add_inputs(
+    lib: &mut Library,
+    inputs: &[String],
+    keep_in_sync: bool,
+    gate: &Mutex<()>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<AddReport> {
+    let (mut watches, mut once) = (Vec::new(), Vec::new());
+    for input in inputs {
+        // Only what a watch can follow (a folder, a URL) becomes one.
+        let watch = keep_in_sync
+            .then(|| new_watch(input, DEFAULT_INTERVAL_S, Vec::new(), Vec::new(), false));
+        match watch {
+            Some(Ok(w)) => watches.push(w),
+            _ => once.push(input.clone()),
+        }
+    }
+    let mut report = lib.add(&once, progress)?;
+    for w in watches {
+        let sync = {
+            let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+            add(lib, &w, progress)?.sync
+        };
+        report.added += sync.added;
+        report.unchanged += sync.unchanged;
+        // A URL's error is its one failure; a folder's is not a file's.
+        match (sync.error, sync.failed.is_empty()) {
+            (Some(reason), true) => report.failed.push(Failure {
+                source: w.target.clone(),
+                reason,
+            }),
+            _ => report.failed.extend(sync.failed),
+        }
+    }
+    Ok(report)
 }
 
 /// Keeps every watch in sync until `stop` is set: an initial sync of each,

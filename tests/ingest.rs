@@ -6,6 +6,7 @@ mod common;
 use std::sync::atomic::Ordering;
 
 use carrel::ingest::Source;
+use carrel::library::DocState;
 use carrel::models::ModelConfig;
 use carrel::models::onnx::TEXTS_EMBEDDED;
 use carrel::{Library, LibraryConfig, Limits};
@@ -261,19 +262,32 @@ fn a_model_change_marks_vectors_stale_and_the_next_run_reembeds_them() {
         old.chunk, new.chunk,
         "max length is part of the fingerprint"
     );
-    let mut lib = Library::open(LibraryConfig::new(lib_dir.path().to_path_buf(), shorter)).unwrap();
+    let config = LibraryConfig::new(lib_dir.path().to_path_buf(), shorter);
+    let mut lib = Library::open(config.clone()).unwrap();
     let doc = &lib.list().unwrap()[0];
     assert_eq!(
         (doc.state.as_str(), doc.card_state.as_str()),
         ("stale", "stale")
     );
+    // What the app's list shows, read through a second library on the same
+    // folder as the app does while its ingest job runs: "stale" until the
+    // re-embed starts, "re-embedding" while it runs, then "indexed".
+    let app_list = Library::open(config).unwrap();
+    let shown = || app_list.listed().unwrap()[0].shown.state;
+    assert_eq!(shown(), DocState::Stale);
 
     let mut seen = Vec::new();
     let refreshed = lib
-        .refresh(&mut |p: &carrel::Progress| seen.push((p.done, p.total)))
+        .refresh(&mut |p: &carrel::Progress| seen.push((p.done, p.total, shown())))
         .unwrap();
     assert_eq!(refreshed, 1);
-    assert_eq!(seen.last(), Some(&(1, 1)), "progress reported");
+    assert_eq!(
+        seen.last().map(|s| (s.0, s.1)),
+        Some((1, 1)),
+        "progress reported"
+    );
+    assert_eq!(seen[0].2, DocState::ReEmbedding, "{seen:?}");
+    assert_eq!(shown(), DocState::Indexed);
     let doc = &lib.list().unwrap()[0];
     assert_eq!(
         (doc.state.as_str(), doc.card_state.as_str()),

@@ -820,3 +820,49 @@ fn watch_run_survives_a_busy_database_when_recording_a_sync() {
         "the failure to follow the folder was never recorded once the database was free"
     );
 }
+
+/// What the Library page does with a drop (the engine owns it; the app's
+/// command is one line over it): a folder becomes a watch and is synced, a
+/// file beside it is added once and belongs to no watch, and one report
+/// counts both. Without "keep in sync" the folder is added once instead.
+#[test]
+fn a_drop_makes_the_folder_a_watch_and_adds_the_file_once() {
+    let lib_dir = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let loose = tempfile::tempdir().unwrap();
+    place(
+        folder.path(),
+        &[
+            ("composting.md", "composting.md"),
+            ("chess-openings.md", "chess.md"),
+        ],
+    );
+    place(loose.path(), &[("tax-return.md", "notes.md")]);
+    let notes = loose.path().join("notes.md");
+    let mut lib = open(lib_dir.path());
+    let gate = std::sync::Mutex::new(());
+    let inputs = [s(folder.path()), s(&notes)];
+
+    let r = watch::add_inputs(&mut lib, &inputs, true, &gate, &mut |_| {}).unwrap();
+    assert_eq!((r.added, r.unchanged, r.failed.len()), (3, 0, 0), "{r:?}");
+    let watches = lib.watches().unwrap();
+    assert_eq!(watches.len(), 1, "only the folder is watched: {watches:?}");
+    assert_eq!(watches[0].target, s(folder.path()));
+    assert!(id_of(&lib, &notes).is_some());
+
+    // A sync of the watch leaves the loose file alone: it is not the watch's.
+    let r = sync(&mut lib, &watches[0]);
+    assert_eq!((r.removed, r.unchanged), (0, 2), "{r:?}");
+    assert!(id_of(&lib, &notes).is_some());
+
+    let other = tempfile::tempdir().unwrap();
+    let again = tempfile::tempdir().unwrap();
+    place(again.path(), &[("composting.md", "c.md")]);
+    let mut lib = open(other.path());
+    let r = watch::add_inputs(&mut lib, &[s(again.path())], false, &gate, &mut |_| {}).unwrap();
+    assert_eq!(r.added, 1, "{r:?}");
+    assert!(
+        lib.watches().unwrap().is_empty(),
+        "not kept in sync: no watch"
+    );
+}

@@ -5,8 +5,9 @@ use carrel::answer::history::ChatTurn;
 use carrel::answer::{self, Answer, Answerer, MentionOption};
 use carrel::ingest::{AddReport, Progress};
 use carrel::lanes::{Detail, MatchView};
+use carrel::library::Listed;
 use carrel::mention::{self, Mention, Resolution};
-use carrel::store::{DocumentRow, Watch};
+use carrel::store::Watch;
 use carrel::{Doctor, DocumentText, Library, LibraryDirFrom};
 use serde::Serialize;
 use tauri::ipc::Channel;
@@ -40,8 +41,8 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 
 #[tauri::command]
 #[specta::specta]
-pub async fn list_documents(state: State<'_, AppState>) -> Result<Vec<DocumentRow>> {
-    with_library(&state, |l| l.list()).await
+pub async fn list_documents(state: State<'_, AppState>) -> Result<Vec<Listed>> {
+    with_library(&state, |l| l.listed()).await
 }
 
 #[tauri::command]
@@ -77,41 +78,13 @@ pub async fn add_sources(
         let mut progress = |p: &Progress| {
             let _ = on_progress.send(p.clone());
         };
-        let (mut watches, mut once) = (Vec::new(), Vec::new());
-        for input in inputs {
-            // Only what a watch can follow (a folder, a URL) becomes one.
-            let watch = keep_in_sync.then(|| {
-                carrel::watch::new_watch(
-                    &input,
-                    carrel::watch::DEFAULT_INTERVAL_S,
-                    Vec::new(),
-                    Vec::new(),
-                    false,
-                )
-            });
-            match watch {
-                Some(Ok(w)) => watches.push(w),
-                _ => once.push(input),
-            }
-        }
-        let mut report = lib.add(&once, &mut progress)?;
-        for w in watches {
-            let sync = {
-                let _held = lock(&gate);
-                carrel::watch::add(&mut lib, &w, &mut progress)?.sync
-            };
-            report.added += sync.added;
-            report.unchanged += sync.unchanged;
-            // A URL's error is its one failure; a folder's is not a file's.
-            match (sync.error, sync.failed.is_empty()) {
-                (Some(reason), true) => report.failed.push(carrel::ingest::Failure {
-                    source: w.target.clone(),
-                    reason,
-                }),
-                _ => report.failed.extend(sync.failed),
-            }
-        }
-        Ok(report)
+        Ok(carrel::watch::add_inputs(
+            &mut lib,
+            &inputs,
+            keep_in_sync,
+            &gate,
+            &mut progress,
+        )?)
     })
     .await
 }

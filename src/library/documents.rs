@@ -1,7 +1,9 @@
 //! The library's documents as a user sees them: listed with their state,
 //! read whole with their card, their passages, removed, moved on a rename.
+//! [`Library::shown`] is the one owner of the state word a user sees.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::Serialize;
 
@@ -22,7 +24,108 @@ pub struct DocumentText {
     pub sections: Vec<Section>,
 }
 
+/// The one word a user sees for a document's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "kebab-case")]
+pub enum DocState {
+    Indexed,
+    /// No text: the reason is the detail.
+    Broken,
+    /// The source is gone from where the document says.
+    Missing,
+    /// Vectors from another model or chunker, and this library is being
+    /// re-embedded in this process right now.
+    ReEmbedding,
+    /// Vectors from another model or chunker, waiting for the next add.
+    Stale,
+    /// Cut at the size cap.
+    Truncated,
+}
+
+/// A document's state as a user sees it: the word and what it means.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+pub struct Shown {
+    pub state: DocState,
+    pub detail: String,
+}
+
+/// A document with the state to show for it (the app's list).
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub document: DocumentRow,
+    pub shown: Shown,
+}
+
+/// Library folders with a re-embed under way in this process. The app lists
+/// documents through one [`Library`] while another ingests into the same
+/// folder, so the mark sits beside both, keyed by the folder.
+static RE_EMBEDDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Marks `dir` as being re-embedded until dropped.
+pub(super) struct ReEmbedding(PathBuf);
+
+impl ReEmbedding {
+    pub(super) fn start(dir: &Path) -> ReEmbedding {
+        marks().push(dir.to_path_buf());
+        ReEmbedding(dir.to_path_buf())
+    }
+}
+
+impl Drop for ReEmbedding {
+    fn drop(&mut self) {
+        let mut marks = marks();
+        if let Some(i) = marks.iter().position(|d| *d == self.0) {
+            marks.swap_remove(i);
+        }
+    }
+}
+
+fn marks() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    RE_EMBEDDING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Library {
+    /// Whether this library's stale vectors are being replaced right now,
+    /// by any [`Library`] on its folder in this process.
+    pub fn re_embedding(&self) -> bool {
+        marks().contains(&self.config.dir)
+    }
+
+    /// What a user sees for `doc`: broken, then missing, then stale (or
+    /// re-embedding, while that runs), then truncated, else indexed.
+    pub fn shown(&self, doc: &DocumentRow) -> Shown {
+        let (state, detail) = if doc.state == "broken" {
+            let reason = doc.broken_reason.clone();
+            (DocState::Broken, reason.unwrap_or_else(|| "broken".into()))
+        } else if doc.source_missing {
+            (DocState::Missing, "the source file is gone".into())
+        } else if doc.state == "stale" && self.re_embedding() {
+            let detail = "vectors from another model are being replaced";
+            (DocState::ReEmbedding, detail.into())
+        } else if doc.state == "stale" {
+            let detail = "vectors from another model; re-embedded on the next add";
+            (DocState::Stale, detail.into())
+        } else if let Some(n) = doc.truncated_at_chunk {
+            (DocState::Truncated, format!("cut at chunk {n} (size cap)"))
+        } else {
+            (DocState::Indexed, String::new())
+        };
+        Shown { state, detail }
+    }
+
+    /// Every document with the state to show for it.
+    pub fn listed(&self) -> Result<Vec<Listed>> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .map(|document| Listed {
+                shown: self.shown(&document),
+                document,
+            })
+            .collect())
+    }
+
     /// Every document, with its state judged against the current models.
     pub fn list(&self) -> Result<Vec<DocumentRow>> {
         let fp = Fingerprints::of(&self.config.models).ok();

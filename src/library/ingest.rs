@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::documents::ReEmbedding;
 use super::{Library, lazy_embedder};
 use crate::chunk::{self, Mode};
 use crate::error::{Error, Result};
@@ -103,6 +104,7 @@ impl Library {
         let fp = Fingerprints::of(&self.config.models)?;
         let limits = self.config.limits;
         self.cache = lanes::Cache::default();
+        let _marked = ReEmbedding::start(&self.config.dir);
         let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
         ingest::refresh_stale(&mut self.store, embedder, &fp, &limits, progress)
     }

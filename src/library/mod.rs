@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use doctor::{Check, Doctor};
-pub use documents::DocumentText;
+pub use documents::{DocState, DocumentText, Listed, Shown};
 pub use ingest::{Probe, probe};
 
 use crate::error::{Error, Result};

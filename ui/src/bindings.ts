@@ -7,7 +7,7 @@ import * as __TAURI_EVENT from "@tauri-apps/api/event";
 
 /** Commands */
 export const commands = {
-	listDocuments: () => typedError<DocumentRow[], AppError>(__TAURI_INVOKE("list_documents")),
+	listDocuments: () => typedError<Listed[], AppError>(__TAURI_INVOKE("list_documents")),
 	readDocument: (id: number) => typedError<DocumentText, AppError>(__TAURI_INVOKE("read_document", { id })),
 	removeDocument: (id: number) => typedError<null, AppError>(__TAURI_INVOKE("remove_document", { id })),
 	/**
@@ -191,6 +191,22 @@ export type Decision = "admitted" |
 /**  Eligible, but the cross-encoder could not run: suppressed. */
 "reranker_unavailable";
 
+/**  The one word a user sees for a document's state. */
+export type DocState = "indexed" | 
+/**  No text: the reason is the detail. */
+"broken" | 
+/**  The source is gone from where the document says. */
+"missing" | 
+/**
+ *  Vectors from another model or chunker, and this library is being
+ *  re-embedded in this process right now.
+ */
+"re-embedding" | 
+/**  Vectors from another model or chunker, waiting for the next add. */
+"stale" | 
+/**  Cut at the size cap. */
+"truncated";
+
 /**  `carrel doctor`: each part, and whether it works. */
 export type Doctor = {
 	library: string,
@@ -336,6 +352,11 @@ export type LibraryChanged = {
 	/**  A watch that could not be read, in a sentence. */
 	error: string | null,
 };
+
+/**  A document with the state to show for it (the app's list). */
+export type Listed = {
+	shown: Shown,
+} & DocumentRow;
 
 /**
  *  A document that holds a hit. Documents sharing one content are one hit
@@ -483,6 +504,12 @@ export type SettingsProblem = {
 	 *  lost; none when it was not moved (it could not be read, or moved).
 	 */
 	kept_at: string | null,
+};
+
+/**  A document's state as a user sees it: the word and what it means. */
+export type Shown = {
+	state: DocState,
+	detail: string,
 };
 
 export type Statement = {

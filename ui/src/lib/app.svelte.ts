@@ -5,7 +5,7 @@ import { Channel } from "@tauri-apps/api/core";
 import {
   commands,
   type AddReport,
-  type DocumentRow,
+  type Listed,
   type Progress,
   type SettingsProblem,
   type Watch,
@@ -20,10 +20,13 @@ export type Page =
   | { name: "settings" };
 
 const KEEP_IN_SYNC = "carrel.keepInSync";
+/** How often the list is read again while an ingest reports progress. */
+const LIST_DURING_INGEST_MS = 1000;
 
 class AppState {
   page = $state<Page>({ name: "library" });
-  documents = $state<DocumentRow[]>([]);
+  /** Each document with the state the engine says to show for it. */
+  documents = $state<Listed[]>([]);
   loaded = $state(false);
   listError = $state<string | null>(null);
   watches = $state<Watch[]>([]);
@@ -50,16 +53,7 @@ class AppState {
   /** Reads the document list and the watches (their errors apart). */
   async reload() {
     await Promise.all([
-      (async () => {
-        try {
-          this.documents = await call(commands.listDocuments());
-          this.listError = null;
-        } catch (e) {
-          this.listError = errorText(e);
-        } finally {
-          this.loaded = true;
-        }
-      })(),
+      this.reloadDocuments(),
       (async () => {
         try {
           this.watches = await call(commands.listWatches());
@@ -70,6 +64,18 @@ class AppState {
       })(),
       this.checkWatcher(),
     ]);
+  }
+
+  /** Reads the document list: what it holds, and each one's state now. */
+  async reloadDocuments() {
+    try {
+      this.documents = await call(commands.listDocuments());
+      this.listError = null;
+    } catch (e) {
+      this.listError = errorText(e);
+    } finally {
+      this.loaded = true;
+    }
   }
 
   /** Asks whether the watcher still runs (it may have stopped before the UI listened). */
@@ -128,8 +134,15 @@ class AppState {
     this.ingestError = null;
     this.progress = { done: 0, total: 0, current: clean.join(", "), failed: 0 };
     const channel = new Channel<Progress>();
+    // The list follows the job (documents as they land, "re-embedding"
+    // while stale vectors are replaced), read at most once a second.
+    let listed = 0;
     channel.onmessage = (p) => {
       this.progress = p;
+      if (Date.now() - listed >= LIST_DURING_INGEST_MS) {
+        listed = Date.now();
+        void this.reloadDocuments();
+      }
     };
     try {
       this.report = await call(commands.addSources(clean, this.keepInSync, channel));

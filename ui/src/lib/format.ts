@@ -1,5 +1,5 @@
-// Small display helpers shared by the pages.
-import type { DocumentRow } from "../bindings";
+// Small display helpers shared by the pages. A document's state is not
+// derived here: the engine sends it (`Listed.shown`).
 
 export function size(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -24,22 +24,6 @@ export function ago(unixSeconds: number, now = Date.now() / 1000): string {
 export function fileName(source: string): string {
   const parts = source.split(/[\\/]/);
   return parts[parts.length - 1] || source;
-}
-
-/** The state a user sees for a document, one word plus detail. */
-export type DocState = "indexed" | "broken" | "truncated" | "stale" | "re-embedding" | "missing";
-
-/** `ingesting`: a job is running, and it re-embeds stale documents first. */
-export function docState(d: DocumentRow, ingesting = false): { state: DocState; detail: string } {
-  if (d.state === "broken") return { state: "broken", detail: d.broken_reason ?? "broken" };
-  if (d.source_missing) return { state: "missing", detail: "the source file is gone" };
-  if (d.state === "stale" && ingesting)
-    return { state: "re-embedding", detail: "vectors from another model are being replaced" };
-  if (d.state === "stale")
-    return { state: "stale", detail: "vectors from another model; re-embedded on the next add" };
-  if (d.truncated_at_chunk !== null)
-    return { state: "truncated", detail: `cut at chunk ${d.truncated_at_chunk} (size cap)` };
-  return { state: "indexed", detail: "" };
 }
 
 export function score(n: number | null | undefined, digits = 3): string {
