@@ -6,11 +6,12 @@
 //! content hash ([`store`]). No Tauri and no UI here: everything is testable
 //! headless, and the CLI, the app and the MCP server are thin over it.
 //!
-//! Data flows one way; a module imports only those above it in this list:
-//! [`error`], [`score`], [`mention`], [`paths`] (leaves) → [`extract`] →
-//! [`chunk`] → [`card`] → [`models`] (embed) → [`store`] → [`ingest`] →
-//! [`lanes`] → [`answer`] → [`library`] (the facade) → [`watch`], [`eval`],
-//! [`mcp`], [`cli`] and the app.
+//! Data flows one way; a module imports only those before it here (the
+//! order `tests/architecture.rs` checks): the leaves [`score`], [`mention`],
+//! [`words`], `fault`, [`extract`], [`error`], [`paths`] → [`chunk`] →
+//! [`card`] → [`models`] (embed) → [`store`] → [`ingest`] → [`lanes`] →
+//! [`answer`] → [`library`] (the facade) → [`watch`], [`eval`], [`mcp`],
+//! [`cli`]; the app is a crate of its own over all of it.
 
 pub mod answer;
 pub mod card;

@@ -76,17 +76,7 @@ impl Library {
         let topic = lanes::topic::run(&self.store, &q, &terms, &fp.chunk, &fp.model)?;
         let topic_ms = ms(started);
 
-        let cosine_scorer = score::ScorerId {
-            kind: score::ScorerKind::Cosine,
-            model: fp.model.clone(),
-        };
-        let ce_scorer = match &self.reranker {
-            RerankerSlot::Loaded(r) => Some(score::ScorerId {
-                kind: score::ScorerKind::CrossEncoder,
-                model: r.model_id().to_string(),
-            }),
-            _ => None,
-        };
+        let (cosine_scorer, ce_scorer) = self.scorers(&fp);
         lanes::log::record(
             &mut self.store,
             query,
@@ -126,6 +116,23 @@ impl Library {
                 topic_ms,
             },
         })
+    }
+
+    /// Who made the lanes' numbers: the embedder's cosine, and the
+    /// cross-encoder when one is loaded.
+    fn scorers(&self, fp: &Fingerprints) -> (score::ScorerId, Option<score::ScorerId>) {
+        let cosine = score::ScorerId {
+            kind: score::ScorerKind::Cosine,
+            model: fp.model.clone(),
+        };
+        let cross_encoder = match &self.reranker {
+            RerankerSlot::Loaded(r) => Some(score::ScorerId {
+                kind: score::ScorerKind::CrossEncoder,
+                model: r.model_id().to_string(),
+            }),
+            _ => None,
+        };
+        (cosine, cross_encoder)
     }
 
     /// The query's vector, from the cache when this text was embedded before.
