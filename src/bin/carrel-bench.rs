@@ -93,14 +93,41 @@ fn peak_rss_mb() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// Totals over every format, for the whole-run ratios.
+struct Totals {
+    raw_s: f64,
+    ingest_s: f64,
+    files: usize,
+    rescan_s: f64,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     carrel::extract::worker::serve_if_asked();
     let args = Args::parse();
     let models = ModelConfig::new(args.models.clone());
     let work = tempfile_dir()?;
-    let mut formats = Vec::new();
     let mut raw = OnnxEmbedder::load(&models)?;
     let mut sample: Vec<String> = Vec::new();
+    let (formats, totals) = bench_formats(&args, &models, &work, &mut raw, &mut sample)?;
+    let figures = summarise(formats, &sample, &totals, &mut raw, &models)?;
+    print_table(&figures);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&figures)?)?;
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+/// Benchmarks every format folder the corpus has, adding to the sample of
+/// chunk texts; returns each format's figures and the run's totals.
+fn bench_formats(
+    args: &Args,
+    models: &ModelConfig,
+    work: &Path,
+    raw: &mut OnnxEmbedder,
+    sample: &mut Vec<String>,
+) -> Result<(Vec<FormatFigures>, Totals), Box<dyn std::error::Error>> {
+    let mut formats = Vec::new();
     let (mut total_raw_s, mut total_ingest_s, mut total_files, mut total_rescan_s) =
         (0.0, 0.0, 0usize, 0.0);
     for format in ["html", "markdown", "pdf", "text"] {
@@ -108,64 +135,95 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if !dir.is_dir() {
             continue;
         }
-        let files = files_of(&dir, args.limit);
-        let mut lib = Library::open(LibraryConfig::new(work.join(format), models.clone()))?;
-        // Load the model before timing, so ingest figures are warm.
-        lib.add_sources(&[], Vec::new(), &mut |_| {})?;
-        let t = Instant::now();
-        let report = lib.add_sources(&files, Vec::new(), &mut |_| {})?;
-        let ingest_s = t.elapsed().as_secs_f64();
-        let density = lib.density()?;
-        let chunks: u64 = density.iter().map(|d| d.chunks).sum();
-        let chars: u64 = density.iter().map(|d| d.chars).sum();
-        let mut texts = Vec::new();
-        for d in &density {
-            for c in lib.chunks(d.id)? {
-                texts.push(carrel::ingest::chunk_embed_text(&c.heading_path, &c.text));
-            }
-        }
-        sample.extend(texts.iter().take(args.embed_sample / 4).cloned());
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let t = Instant::now();
-        raw.forward_only(&refs)?;
-        let raw_forward_s = t.elapsed().as_secs_f64();
-        let calls = TEXTS_EMBEDDED.load(Ordering::Relaxed);
-        let (extract_in_process_s, extract_isolated_s) = time_extraction(&files)?;
-        let t = Instant::now();
-        let again = lib.add_sources(&files, Vec::new(), &mut |_| {})?;
-        let rescan_s = t.elapsed().as_secs_f64();
-        assert_eq!(again.added, 0, "nothing changed between the two runs");
-        total_raw_s += raw_forward_s;
-        total_ingest_s += ingest_s;
-        total_files += files.len();
-        total_rescan_s += rescan_s;
-        formats.push(FormatFigures {
-            format: format.into(),
-            files: files.len(),
-            indexed: report.added,
-            broken: report.failed.len(),
-            chunks,
-            avg_chunk_chars: if chunks == 0 {
-                0.0
-            } else {
-                chars as f64 / chunks as f64
-            },
-            ingest_s,
-            docs_per_s: files.len() as f64 / ingest_s,
-            chunks_per_s: chunks as f64 / ingest_s,
-            rescan_s,
-            rescan_model_calls: TEXTS_EMBEDDED.load(Ordering::Relaxed) - calls,
-            raw_forward_s,
-            ingest_vs_raw: raw_forward_s / ingest_s,
-            extract_in_process_s,
-            extract_isolated_s,
-        });
+        let figures = bench_format(args, format, &dir, models, work, raw, sample)?;
+        total_raw_s += figures.raw_forward_s;
+        total_ingest_s += figures.ingest_s;
+        total_files += figures.files;
+        total_rescan_s += figures.rescan_s;
+        formats.push(figures);
     }
+    let totals = Totals {
+        raw_s: total_raw_s,
+        ingest_s: total_ingest_s,
+        files: total_files,
+        rescan_s: total_rescan_s,
+    };
+    Ok((formats, totals))
+}
 
+/// Ingests one format's files into a fresh library, then times raw forward
+/// passes, extraction and a re-scan over the same files.
+fn bench_format(
+    args: &Args,
+    format: &str,
+    dir: &Path,
+    models: &ModelConfig,
+    work: &Path,
+    raw: &mut OnnxEmbedder,
+    sample: &mut Vec<String>,
+) -> Result<FormatFigures, Box<dyn std::error::Error>> {
+    let files = files_of(dir, args.limit);
+    let mut lib = Library::open(LibraryConfig::new(work.join(format), models.clone()))?;
+    // Load the model before timing, so ingest figures are warm.
+    lib.add_sources(&[], Vec::new(), &mut |_| {})?;
+    let t = Instant::now();
+    let report = lib.add_sources(&files, Vec::new(), &mut |_| {})?;
+    let ingest_s = t.elapsed().as_secs_f64();
+    let density = lib.density()?;
+    let chunks: u64 = density.iter().map(|d| d.chunks).sum();
+    let chars: u64 = density.iter().map(|d| d.chars).sum();
+    let mut texts = Vec::new();
+    for d in &density {
+        for c in lib.chunks(d.id)? {
+            texts.push(carrel::ingest::chunk_embed_text(&c.heading_path, &c.text));
+        }
+    }
+    sample.extend(texts.iter().take(args.embed_sample / 4).cloned());
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let t = Instant::now();
+    raw.forward_only(&refs)?;
+    let raw_forward_s = t.elapsed().as_secs_f64();
+    let calls = TEXTS_EMBEDDED.load(Ordering::Relaxed);
+    let (extract_in_process_s, extract_isolated_s) = time_extraction(&files)?;
+    let t = Instant::now();
+    let again = lib.add_sources(&files, Vec::new(), &mut |_| {})?;
+    let rescan_s = t.elapsed().as_secs_f64();
+    assert_eq!(again.added, 0, "nothing changed between the two runs");
+    Ok(FormatFigures {
+        format: format.into(),
+        files: files.len(),
+        indexed: report.added,
+        broken: report.failed.len(),
+        chunks,
+        avg_chunk_chars: if chunks == 0 {
+            0.0
+        } else {
+            chars as f64 / chunks as f64
+        },
+        ingest_s,
+        docs_per_s: files.len() as f64 / ingest_s,
+        chunks_per_s: chunks as f64 / ingest_s,
+        rescan_s,
+        rescan_model_calls: TEXTS_EMBEDDED.load(Ordering::Relaxed) - calls,
+        raw_forward_s,
+        ingest_vs_raw: raw_forward_s / ingest_s,
+        extract_in_process_s,
+        extract_isolated_s,
+    })
+}
+
+/// Times raw forward passes against Carrel's embed path on the sample, and
+/// gathers the whole run's figures.
+fn summarise(
+    formats: Vec<FormatFigures>,
+    sample: &[String],
+    totals: &Totals,
+    embedder: &mut OnnxEmbedder,
+    models: &ModelConfig,
+) -> Result<Figures, Box<dyn std::error::Error>> {
     // Raw forward passes vs Carrel's embed path on the same texts, same
     // model and thread count, alternated twice to even out machine noise.
     let refs: Vec<&str> = sample.iter().map(String::as_str).collect();
-    let embedder = &mut raw;
     let (mut raw_s, mut ours_s) = (0.0, 0.0);
     for _ in 0..2 {
         let t = Instant::now();
@@ -181,25 +239,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|f| f.extract_isolated_s - f.extract_in_process_s)
         .sum();
     let ours = 2.0 * refs.len() as f64 / ours_s;
-    let figures = Figures {
+    Ok(Figures {
         formats,
         embed_texts: refs.len(),
         raw_forward_texts_per_s: raw_rate,
         pipeline_embed_texts_per_s: ours,
         embed_ratio: ours / raw_rate,
-        ingest_ratio: total_raw_s / total_ingest_s,
-        ingest_ratio_in_process: total_raw_s / (total_ingest_s - isolation_s),
-        isolation_ms_per_file: isolation_s * 1000.0 / total_files.max(1) as f64,
-        rescan_s_per_1000_files: total_rescan_s / total_files.max(1) as f64 * 1000.0,
+        ingest_ratio: totals.raw_s / totals.ingest_s,
+        ingest_ratio_in_process: totals.raw_s / (totals.ingest_s - isolation_s),
+        isolation_ms_per_file: isolation_s * 1000.0 / totals.files.max(1) as f64,
+        rescan_s_per_1000_files: totals.rescan_s / totals.files.max(1) as f64 * 1000.0,
         peak_rss_mb: peak_rss_mb(),
         threads: models.threads,
-    };
-    print_table(&figures);
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&figures)?)?;
-    }
-    let _ = std::fs::remove_dir_all(&work);
-    Ok(())
+    })
 }
 
 /// Seconds to extract every file in this process, then in worker processes.

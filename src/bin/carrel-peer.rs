@@ -12,7 +12,7 @@
 //!   metrics code `carrel eval` uses, so every nDCG in the table has one owner.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
@@ -72,102 +72,151 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             chunks,
             models,
             threads,
-        } => {
-            let texts: Vec<String> = std::fs::read_to_string(&chunks)?
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| serde_json::from_str::<Chunk>(l).map(|c| c.text))
-                .collect::<Result<_, _>>()?;
-            let mut config = ModelConfig::new(models);
-            config.threads = threads;
-            let t = Instant::now();
-            let mut embedder = OnnxEmbedder::load(&config)?;
-            embedder.embed(&["warm up"])?;
-            let load_s = t.elapsed().as_secs_f64();
-
-            let dir = std::env::temp_dir().join(format!("carrel-peer-{}", std::process::id()));
-            std::fs::create_dir_all(&dir)?;
-            let db = dir.join(carrel::DATABASE_FILE);
-            // The real schema (and sqlite-vec registered for this process).
-            drop(carrel::store::Store::open(&db)?);
-            let mut conn = rusqlite::Connection::open(&db)?;
-
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let t = Instant::now();
-            let vectors = embedder.embed(&refs)?;
-            let embed_s = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            let tx = conn.transaction()?;
-            {
-                let mut insert = tx.prepare(
-                    "INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (?1, ?2, 'bench')",
-                )?;
-                for (i, v) in vectors.iter().enumerate() {
-                    insert.execute(params![
-                        i as i64 + 1,
-                        zerocopy::IntoBytes::as_bytes(v.as_slice())
-                    ])?;
-                }
-            }
-            tx.commit()?;
-            let store_s = t.elapsed().as_secs_f64();
-            let _ = std::fs::remove_dir_all(&dir);
-            let seconds = embed_s + store_s;
-            println!(
-                "{}",
-                serde_json::to_string(&Timing {
-                    system: "carrel",
-                    texts: texts.len(),
-                    load_s,
-                    embed_s,
-                    store_s,
-                    seconds,
-                    texts_per_s: texts.len() as f64 / seconds,
-                    threads,
-                })?
-            );
-        }
+        } => embed_store(chunks, models, threads)?,
         Command::ExportChunks {
             library,
             out,
             models,
-        } => {
-            use std::io::Write;
-            let lib = carrel::Library::open(carrel::LibraryConfig::new(
-                library,
-                ModelConfig::new(models),
-            ))?;
-            let mut w = std::io::BufWriter::new(std::fs::File::create(&out)?);
-            let mut n = 0;
-            let mut seen = std::collections::HashSet::new();
-            for doc in lib.list()? {
-                // Identical bodies are stored and embedded once.
-                if !doc
-                    .content_hash
-                    .as_ref()
-                    .is_some_and(|h| seen.insert(h.clone()))
-                {
-                    continue;
-                }
-                for c in lib.chunks(doc.id)? {
-                    let text = carrel::ingest::chunk_embed_text(&c.heading_path, &c.text);
-                    serde_json::to_writer(
-                        &mut w,
-                        &serde_json::json!({"doc": doc.id, "text": text}),
-                    )?;
-                    w.write_all(b"\n")?;
-                    n += 1;
-                }
-            }
-            w.flush()?;
-            println!("{}", serde_json::json!({"chunks": n}));
-        }
-        Command::ScoreRun { dataset, run } => {
-            let run: HashMap<String, Vec<String>> =
-                serde_json::from_str(&std::fs::read_to_string(run)?)?;
-            let scores = carrel::eval::score_run(&dataset, &run)?;
-            println!("{}", serde_json::to_string(&scores)?);
+        } => export_chunks(library, out, models)?,
+        Command::ScoreRun { dataset, run } => score_run(dataset, run)?,
+    }
+    Ok(())
+}
+
+/// `embed-store`: embeds the chunk texts, stores the vectors in one
+/// transaction, and prints the timing as JSON.
+fn embed_store(
+    chunks: PathBuf,
+    models: PathBuf,
+    threads: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let texts = read_chunk_texts(&chunks)?;
+    let (mut embedder, load_s) = load_embedder(models, threads)?;
+    let (dir, mut conn) = open_scratch_store()?;
+
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let t = Instant::now();
+    let vectors = embedder.embed(&refs)?;
+    let embed_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    store_vectors(&mut conn, &vectors)?;
+    let store_s = t.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&dir);
+    let seconds = embed_s + store_s;
+    println!(
+        "{}",
+        serde_json::to_string(&Timing {
+            system: "carrel",
+            texts: texts.len(),
+            load_s,
+            embed_s,
+            store_s,
+            seconds,
+            texts_per_s: texts.len() as f64 / seconds,
+            threads,
+        })?
+    );
+    Ok(())
+}
+
+/// Reads the chunk texts from a JSONL file of `{"text"}`, skipping blank lines.
+fn read_chunk_texts(chunks: &Path) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let texts: Vec<String> = std::fs::read_to_string(chunks)?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Chunk>(l).map(|c| c.text))
+        .collect::<Result<_, _>>()?;
+    Ok(texts)
+}
+
+/// Loads and warms up the embedder; returns it with the seconds that took.
+fn load_embedder(
+    models: PathBuf,
+    threads: usize,
+) -> Result<(OnnxEmbedder, f64), Box<dyn std::error::Error>> {
+    let mut config = ModelConfig::new(models);
+    config.threads = threads;
+    let t = Instant::now();
+    let mut embedder = OnnxEmbedder::load(&config)?;
+    embedder.embed(&["warm up"])?;
+    let load_s = t.elapsed().as_secs_f64();
+    Ok((embedder, load_s))
+}
+
+/// Creates a scratch folder holding a database with the real schema, and
+/// opens a connection to it.
+fn open_scratch_store() -> Result<(PathBuf, rusqlite::Connection), Box<dyn std::error::Error>> {
+    let dir = std::env::temp_dir().join(format!("carrel-peer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let db = dir.join(carrel::DATABASE_FILE);
+    // The real schema (and sqlite-vec registered for this process).
+    drop(carrel::store::Store::open(&db)?);
+    let conn = rusqlite::Connection::open(&db)?;
+    Ok((dir, conn))
+}
+
+/// Writes the vectors to `chunk_vectors` in one transaction.
+fn store_vectors(
+    conn: &mut rusqlite::Connection,
+    vectors: &[Vec<f32>],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let tx = conn.transaction()?;
+    {
+        let mut insert = tx.prepare(
+            "INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (?1, ?2, 'bench')",
+        )?;
+        for (i, v) in vectors.iter().enumerate() {
+            insert.execute(params![
+                i as i64 + 1,
+                zerocopy::IntoBytes::as_bytes(v.as_slice())
+            ])?;
         }
     }
+    tx.commit()?;
+    Ok(())
+}
+
+/// `export-chunks`: writes every chunk of the library as Carrel embeds it,
+/// once per distinct body, and prints the count as JSON.
+fn export_chunks(
+    library: PathBuf,
+    out: PathBuf,
+    models: PathBuf,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Write;
+    let lib = carrel::Library::open(carrel::LibraryConfig::new(
+        library,
+        ModelConfig::new(models),
+    ))?;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&out)?);
+    let mut n = 0;
+    let mut seen = std::collections::HashSet::new();
+    for doc in lib.list()? {
+        // Identical bodies are stored and embedded once.
+        if !doc
+            .content_hash
+            .as_ref()
+            .is_some_and(|h| seen.insert(h.clone()))
+        {
+            continue;
+        }
+        for c in lib.chunks(doc.id)? {
+            let text = carrel::ingest::chunk_embed_text(&c.heading_path, &c.text);
+            serde_json::to_writer(&mut w, &serde_json::json!({"doc": doc.id, "text": text}))?;
+            w.write_all(b"\n")?;
+            n += 1;
+        }
+    }
+    w.flush()?;
+    println!("{}", serde_json::json!({"chunks": n}));
+    Ok(())
+}
+
+/// `score-run`: scores another system's ranking against the dataset's qrels
+/// and prints the scores as JSON.
+fn score_run(dataset: PathBuf, run: PathBuf) -> Result<(), Box<dyn std::error::Error>> {
+    let run: HashMap<String, Vec<String>> = serde_json::from_str(&std::fs::read_to_string(run)?)?;
+    let scores = carrel::eval::score_run(&dataset, &run)?;
+    println!("{}", serde_json::to_string(&scores)?);
     Ok(())
 }

@@ -32,6 +32,7 @@ use crate::paths::DATABASE_FILE;
 use crate::store::Store;
 use retrieval::RerankerSlot;
 
+/// Where a library lives, the models it uses, and its limits.
 #[derive(Debug, Clone)]
 pub struct LibraryConfig {
     pub dir: PathBuf,
