@@ -82,6 +82,41 @@ test("the list shows state with the broken reason, and search and filter narrow 
   await page.close();
 });
 
+test("a document's state is the engine's: re-embedding shows while the engine says so, and the list follows an ingest", async () => {
+  // The mock's functions run in the page: the row is built there.
+  const { page } = await open(browser, url, {
+    first_paint: () => 1,
+    // The engine answers "stale" at first, "re-embedding" once the job runs.
+    list_documents: () => [{
+      id: 1, title: "Doc 1", kind: "markdown", source: "/docs/doc-1.md", bytes: 2048, chunks: 4,
+      content_hash: "h1", state: "stale", broken_reason: null, broken_code: null, truncated_at_chunk: null,
+      card_state: "stale", added_at: 1, synced_at: 1, source_missing: false,
+      shown: window.__reembedding
+        ? { state: "re-embedding", detail: "vectors from another model are being replaced" }
+        : { state: "stale", detail: "vectors from another model; re-embedded on the next add" },
+    }],
+    add_sources: async (args) => {
+      window.__reembedding = true;
+      args.onProgress.onmessage({ done: 0, total: 1, current: "re-embedding", failed: 0 });
+      await new Promise((r) => setTimeout(r, 1500));
+      return { added: 0, unchanged: 0, failed: [], documents: [] };
+    },
+  });
+  const row = page.locator('tr[data-doc="1"]');
+  await row.waitFor();
+  assert.equal(await row.getAttribute("data-state"), "stale");
+  assert.match(await row.innerText(), /re-embedded on the next add/);
+  await page.getByTestId("source-input").fill("/in");
+  await page.getByTestId("source-input").press("Enter");
+  await page.locator('tr[data-doc="1"][data-state="re-embedding"]').waitFor();
+  assert.match(await row.innerText(), /being replaced/);
+  // The job ends; the engine still re-embeds (the watcher took over): the
+  // page says what the engine says, not what its own job did.
+  await page.getByTestId("ingest-progress").waitFor({ state: "detached" });
+  assert.equal(await row.getAttribute("data-state"), "re-embedding");
+  await page.close();
+});
+
 test("ingest shows live progress, then failures by name and reason", async () => {
   const { page } = await open(browser, url, {
     ...library,
@@ -224,6 +259,7 @@ test("ingested text is rendered as text, never as HTML", async () => {
         id: 7, title: '<img src=x onerror="window.__pwned=1">Title', kind: "html", source: "/x.html",
         bytes: 10, chunks: 1, content_hash: "c", state: "indexed", broken_reason: null, broken_code: null,
         truncated_at_chunk: null, card_state: "ready", added_at: 1, synced_at: 1, source_missing: false,
+        shown: { state: "indexed", detail: "" },
       },
     ],
     read_document: () => ({
@@ -367,6 +403,7 @@ test("files dropped on the window are added, and a watch's change reloads the li
           id: 5, title: "Dropped notes", kind: "text", source: "/drop/notes.txt", bytes: 10, chunks: 1,
           content_hash: "d", state: "indexed", broken_reason: null, broken_code: null, truncated_at_chunk: null,
           card_state: "ready", added_at: 1, synced_at: 1, source_missing: false,
+          shown: { state: "indexed", detail: "" },
         }]
       : [],
     add_sources: () => ({ added: 1, unchanged: 0, failed: [], documents: [] }),
