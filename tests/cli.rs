@@ -362,11 +362,16 @@ fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
     );
     // Each number with the scale it is on, as two fields.
     assert!(
-        entries.iter().all(|e| e["score"].is_number()
-            && (e["scale"] == "cosine" || e["scale"] == "rerank_logit")),
+        entries
+            .iter()
+            .all(|e| e["score"].is_number()
+                && (e["scale"] == "cosine" || e["scale"] == "rerank_logit")),
         "{log}"
     );
-    assert!(entries.iter().any(|e| e["scale"] == "rerank_logit"), "{log}");
+    assert!(
+        entries.iter().any(|e| e["scale"] == "rerank_logit"),
+        "{log}"
+    );
 
     let text = carrel(lib.path())
         .args(["match", "how to lubricate a bike chain"])
