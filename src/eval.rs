@@ -68,6 +68,56 @@ impl Metrics {
     }
 }
 
+/// Where the topic lane lost relevant documents: every (query, relevant
+/// document) pair, by the first rule that kept the document out of the
+/// lane's first [`CUTOFF`] hits.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TopicLosses {
+    /// Relevant (query, document) pairs.
+    pub pairs: usize,
+    /// Returned in the first [`CUTOFF`].
+    pub found: usize,
+    /// None of the document's passages was among the KNN candidates.
+    pub outside_pool: usize,
+    /// Vetoed, though its best passage was at or over the floor: the veto
+    /// alone removed it.
+    pub vetoed: usize,
+    /// Vetoed, and under the floor as well.
+    pub vetoed_below_floor: usize,
+    /// Not vetoed; its best passage was under the floor.
+    pub below_floor: usize,
+    /// Admitted, but ranked past [`CUTOFF`].
+    pub ranked_out: usize,
+}
+
+impl TopicLosses {
+    /// Adds one query's pairs, judged from the lane's candidates (corpus
+    /// id, decision, cosine) and the documents it returned.
+    fn add(
+        &mut self,
+        candidates: &[(String, crate::lanes::Decision, crate::score::Cosine)],
+        returned: &[String],
+        relevant: &HashMap<String, f64>,
+    ) {
+        use crate::lanes::Decision;
+        let floor = crate::lanes::topic::TOPIC_FLOOR;
+        for (doc, _) in relevant.iter().filter(|(_, g)| **g > 0.0) {
+            self.pairs += 1;
+            if returned.iter().take(CUTOFF).any(|d| d == doc) {
+                self.found += 1;
+                continue;
+            }
+            match candidates.iter().find(|(d, _, _)| d == doc) {
+                None => self.outside_pool += 1,
+                Some((_, Decision::Vetoed, c)) if floor.admits(*c) => self.vetoed += 1,
+                Some((_, Decision::Vetoed, _)) => self.vetoed_below_floor += 1,
+                Some((_, Decision::BelowCosineFloor, _)) => self.below_floor += 1,
+                Some(_) => self.ranked_out += 1,
+            }
+        }
+    }
+}
+
 /// Scores another system's ranking (query id → doc ids, best first) on a
 /// BEIR-layout dataset with the metrics `carrel eval` uses, so a peer's
 /// figures are computed by the same code as ours (`make bench-peer`).
@@ -144,6 +194,11 @@ pub struct EvalReport {
     /// cards (cosine at or over its floor) ordered by cosine alone.
     pub subject_cosine: Metrics,
     pub topic: Metrics,
+    /// The baseline the topic lane's rules must not lose to: each
+    /// candidate document's best passage by cosine, no veto, no floor.
+    pub topic_dense: Metrics,
+    /// Where the topic lane lost relevant documents.
+    pub topic_losses: TopicLosses,
     pub bm25: Metrics,
     /// Subject-lane states over all queries (ready / weak / unavailable / failed).
     pub subject_states: BTreeMap<String, usize>,
@@ -278,7 +333,7 @@ pub fn run(
     let queries: Vec<QueryLine> = read_jsonl(&dir.join("queries.jsonl"))?;
     let qrels = read_qrels(&dir.join("qrels.tsv"))?;
 
-    let (ingest, doc_ids, bm25) = index(&config, &corpus, progress)?;
+    let (broken, doc_ids, bm25) = index(&config, &corpus, progress)?;
     // Reopen, so the first query pays what a user's first query pays.
     let mut lib = Library::open(config)?;
     let mut tally = Tally::default();
@@ -293,7 +348,7 @@ pub fn run(
         let ranked = tally.rank(&mut lib, n, q, &doc_ids, &bm25)?;
         tally.score(q, ranked, &qrels);
     }
-    Ok(tally.report(dir, corpus.sources.len(), ingest.failed.len(), total))
+    Ok(tally.report(dir, corpus.sources.len(), broken, total))
 }
 
 /// The documents of a dataset, written out or found where the library can
@@ -365,14 +420,15 @@ fn load_corpus(dir: &Path, work: &Path) -> Result<Corpus> {
     })
 }
 
-/// Ingests the corpus into a library at `config` and builds the BM25 index:
-/// the ingest's report, library doc id → corpus id, and the index. The
-/// library is closed again on return.
+/// Ingests the corpus into a library at `config` (a kept library only
+/// re-scans) and builds the BM25 index: how many documents are broken,
+/// library doc id → corpus id, and the index. The library is closed again
+/// on return.
 fn index(
     config: &LibraryConfig,
     corpus: &Corpus,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<(crate::ingest::AddReport, HashMap<i64, String>, Bm25)> {
+) -> Result<(usize, HashMap<i64, String>, Bm25)> {
     let Corpus {
         ids,
         sources,
@@ -381,16 +437,21 @@ fn index(
     let mut lib = Library::open(config.clone())?;
     // Broken documents (the BEIR sets have a few empty ones) stay counted:
     // they cannot be retrieved, and the report says how many there were.
-    let ingest = lib.add_sources(sources, Vec::new(), progress)?;
-    // Library doc id → corpus id (every location of a shared content).
-    let doc_ids: HashMap<i64, String> = lib
+    lib.add_sources(sources, Vec::new(), progress)?;
+    let docs: Vec<_> = lib
         .list()?
         .into_iter()
-        .filter_map(|d| ids.get(&d.source).map(|c| (d.id, c.clone())))
+        .filter(|d| ids.contains_key(&d.source))
+        .collect();
+    let broken = docs.iter().filter(|d| d.state == "broken").count();
+    // Library doc id → corpus id (every location of a shared content).
+    let doc_ids: HashMap<i64, String> = docs
+        .into_iter()
+        .map(|d| (d.id, ids[&d.source].clone()))
         .collect();
     let bm25 = Bm25::new(bm25_docs)?;
     drop(lib);
-    Ok((ingest, doc_ids, bm25))
+    Ok((broken, doc_ids, bm25))
 }
 
 /// One query's rankings, as corpus ids, best first.
@@ -400,6 +461,10 @@ struct Ranked {
     topic_docs: Vec<String>,
     /// The subject lane's eligible cards by cosine alone.
     cosine_docs: Vec<String>,
+    /// The topic lane's candidates by their best passage's cosine alone.
+    dense_docs: Vec<String>,
+    /// The topic lane's candidates: corpus id, decision, cosine.
+    topic_candidates: Vec<(String, crate::lanes::Decision, crate::score::Cosine)>,
     bm25_docs: Vec<String>,
 }
 
@@ -416,6 +481,8 @@ struct Tally {
     subject: Metrics,
     cosine: Metrics,
     topic: Metrics,
+    dense: Metrics,
+    losses: TopicLosses,
     base: Metrics,
     subject_states: BTreeMap<String, usize>,
     topic_states: BTreeMap<String, usize>,
@@ -470,6 +537,15 @@ impl Tally {
             .iter()
             .filter_map(|c| doc_ids.get(&c.doc).cloned())
             .collect();
+        let topic_candidates: Vec<_> = r
+            .explain
+            .topic
+            .iter()
+            .filter_map(|c| Some((doc_ids.get(&c.doc)?.clone(), c.decision, c.cosine)))
+            .collect();
+        let mut dense = topic_candidates.clone();
+        dense.sort_by(|a, b| a.2.rank(b.2));
+        let dense_docs = dense.into_iter().map(|(d, _, _)| d).take(CUTOFF).collect();
         let started = std::time::Instant::now();
         let bm25_docs = bm25.search(&q.text)?;
         if n > 0 {
@@ -480,6 +556,8 @@ impl Tally {
             subject_docs,
             topic_docs,
             cosine_docs,
+            dense_docs,
+            topic_candidates,
             bm25_docs,
         })
     }
@@ -497,12 +575,16 @@ impl Tally {
             subject_docs,
             topic_docs,
             cosine_docs,
+            dense_docs,
+            topic_candidates,
             bm25_docs,
         } = ranked;
         let Tally {
             subject,
             cosine,
             topic,
+            dense,
+            losses,
             base,
             subject_states,
             topic_states,
@@ -519,6 +601,7 @@ impl Tally {
             subject.noise_leaks += r.subject.has_ready_hits() as usize;
             cosine.noise_leaks += !cosine_docs.is_empty() as usize;
             topic.noise_leaks += r.topic.has_ready_hits() as usize;
+            dense.noise_leaks += !dense_docs.is_empty() as usize;
             base.noise_leaks += !bm25_docs.is_empty() as usize;
         } else {
             *relevant_queries += 1;
@@ -526,6 +609,8 @@ impl Tally {
             subject.add(&subject_docs, rel);
             cosine.add(&cosine_docs, rel);
             topic.add(&topic_docs, rel);
+            dense.add(&dense_docs, rel);
+            losses.add(&topic_candidates, &topic_docs, rel);
             base.add(&bm25_docs, rel);
         }
         per_query.insert(
@@ -563,12 +648,14 @@ impl Tally {
             mut subject,
             mut cosine,
             mut topic,
+            mut dense,
+            losses,
             mut base,
             subject_states,
             topic_states,
             relevant_queries,
         } = self;
-        for m in [&mut subject, &mut cosine, &mut topic, &mut base] {
+        for m in [&mut subject, &mut cosine, &mut topic, &mut dense, &mut base] {
             m.average(relevant_queries);
         }
         EvalReport {
@@ -581,6 +668,8 @@ impl Tally {
             subject,
             subject_cosine: cosine,
             topic,
+            topic_dense: dense,
+            topic_losses: losses,
             bm25: base,
             subject_states,
             topic_states,

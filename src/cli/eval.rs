@@ -1,5 +1,6 @@
 //! `carrel eval`: score both lanes and an FTS5 BM25 baseline on labelled
-//! data (BEIR layout), in a scratch library removed afterwards.
+//! data (BEIR layout), in a scratch library removed afterwards, or kept in
+//! `--keep-library DIR`, where a second run re-scans instead of embedding.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,14 +12,25 @@ use crate::{Error, LibraryConfig};
 #[derive(clap::Args)]
 pub struct Args {
     dir: PathBuf,
+    /// Build the evaluation library in DIR and keep it: a later run on the
+    /// same set finds every document unchanged and only asks the queries
+    #[arg(long, value_name = "DIR")]
+    keep_library: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
 
 /// Runs the evaluation and prints its metrics as a Markdown table.
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let Args { dir, json } = args;
-    let scratch = crate::eval::scratch_dir()?;
+    let Args {
+        dir,
+        keep_library,
+        json,
+    } = args;
+    let scratch = match keep_library {
+        Some(kept) => kept.clone(),
+        None => crate::eval::scratch_dir()?,
+    };
     let bar = progress_bar();
     let result = crate::eval::run(
         dir,
@@ -30,7 +42,9 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         },
     );
     bar.finish_and_clear();
-    let _ = std::fs::remove_dir_all(&scratch);
+    if keep_library.is_none() {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
     let report = result?;
     if *json {
         print_json(&report);
@@ -50,6 +64,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             ("subject", &report.subject),
             ("subject, cosine order only", &report.subject_cosine),
             ("topic", &report.topic),
+            ("topic, best passage by cosine only", &report.topic_dense),
             ("bm25 (FTS5)", &report.bm25),
         ] {
             println!(
@@ -57,6 +72,18 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 m.ndcg_at_10, m.recall_at_10, m.mrr_at_10, m.p_at_1, m.noise_leaks
             );
         }
+        let t = &report.topic_losses;
+        println!(
+            "topic lane, relevant (query, document) pairs: {} in all, {} found in the first 10; \
+             lost to: the candidate pool {}, the veto alone {}, veto and floor {}, the floor {}, rank past 10 {}",
+            t.pairs,
+            t.found,
+            t.outside_pool,
+            t.vetoed,
+            t.vetoed_below_floor,
+            t.below_floor,
+            t.ranked_out
+        );
         println!("subject states: {:?}", report.subject_states);
         println!("topic states:   {:?}", report.topic_states);
         let l = &report.latency;
