@@ -1,6 +1,7 @@
 //! `carrel mcp`: the library over the Model Context Protocol (stdio), read
 //! only. Four tools, each a thin call into [`Library`]: `search` (both lanes,
-//! never merged, full attribution), `read` (card, text or one passage),
+//! never merged, full attribution, each with its `below_floor` tail, which
+//! is not an answer), `read` (card, text or one passage),
 //! `cite` (is this quote really in that document, and where) and `list`.
 //! Every failure is a tool error with a sentence, never an empty result.
 
@@ -129,7 +130,9 @@ impl CarrelMcp {
         `topic` answers \"which documents DISCUSS it?\" (best passage per document, heading veto). \
         Each lane has a state (ready, weak, unavailable with a reason, failed) and hits with doc id, \
         title, locations (source path or URL), heading path, page, passage and the scorer that made \
-        each number. An empty `hits` with state `ready` means the library was searched and nothing matched."
+        each number. An empty `hits` with state `ready` means the library was searched and nothing matched. \
+        Each lane's `below_floor` lists candidates that scored below the lane's floor (not among its hits): \
+        shown for context, they are not an answer and should not be cited as matches."
     )]
     async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<String, String> {
         let top_k = args.top_k.unwrap_or(10).clamp(1, 50);

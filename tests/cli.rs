@@ -389,6 +389,66 @@ fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
     );
 }
 
+/// A lane with real hits also shows what it judged under its floor, labelled
+/// and apart: "starter home mortgage" finds the mortgage page, and the
+/// sourdough starter it collides with sits below the topic lane's floor.
+#[test]
+fn match_shows_each_lanes_tail_below_the_floor_apart_from_its_hits() {
+    let lib = tempfile::tempdir().unwrap();
+    carrel(lib.path())
+        .arg("add")
+        .arg(fixtures().join("labelled/corpus"))
+        .assert()
+        .success();
+    let v = json(
+        &carrel(lib.path())
+            .args(["match", "starter home mortgage", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let titles = |list: &Value| -> Vec<String> {
+        list.as_array()
+            .unwrap_or_else(|| panic!("not a list: {list}"))
+            .iter()
+            .map(|h| h["title"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for lane in ["subject", "topic"] {
+        let hits = titles(&v[lane]["hits"]);
+        let tail = titles(&v[lane]["below_floor"]);
+        assert!(
+            tail.iter().all(|t| !hits.contains(t)),
+            "{lane}: a hit repeated in the tail: {v}"
+        );
+    }
+    assert_eq!(v["topic"]["state"], "ready");
+    assert_eq!(
+        titles(&v["topic"]["hits"]),
+        ["Starter Home Mortgage Rates Explained"]
+    );
+    assert!(
+        titles(&v["topic"]["below_floor"]).contains(&"Sourdough Starter".to_string()),
+        "{v}"
+    );
+
+    let text = carrel(lib.path())
+        .args(["match", "starter home mortgage"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    let topic = &text[text.find("TOPIC").unwrap()..];
+    let tail = topic
+        .lines()
+        .find(|l| l.trim_start().starts_with("below the floor ("))
+        .unwrap_or_else(|| panic!("no tail under the topic lane:\n{text}"));
+    assert!(tail.contains("Sourdough Starter (0."), "{tail}");
+}
+
 #[test]
 fn ask_answers_with_checked_citations_and_refuses_unknown_mentions() {
     let lib = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use super::{Cli, open, print_json};
 use crate::Error;
 use crate::lanes::Detail;
+use crate::score::Cosine;
 
 /// The arguments of `carrel match`.
 #[derive(clap::Args)]
@@ -86,6 +87,7 @@ fn print_subject(r: &crate::lanes::MatchResponse) {
     if r.subject.reason().is_none() && r.subject.hits().is_empty() {
         println!("  no document is about this");
     }
+    print_below_floor(r.subject.below_floor().iter().map(|h| (&h.title, h.cosine)));
 }
 
 fn print_topic(r: &crate::lanes::MatchResponse) {
@@ -115,6 +117,20 @@ fn print_topic(r: &crate::lanes::MatchResponse) {
     if r.topic.reason().is_none() && r.topic.hits().is_empty() {
         println!("  no passage discusses this");
     }
+    print_below_floor(r.topic.below_floor().iter().map(|h| (&h.title, h.cosine)));
+}
+
+/// A lane's `below_floor` tail on one line, title and cosine each, labelled
+/// so that it is never read as a hit; nothing when the tail is empty.
+fn print_below_floor<'a>(tail: impl ExactSizeIterator<Item = (&'a String, Cosine)>) {
+    if tail.len() == 0 {
+        return;
+    }
+    let n = tail.len();
+    let items: Vec<String> = tail
+        .map(|(title, cosine)| format!("{title} ({:.3})", cosine.get()))
+        .collect();
+    println!("  below the floor ({n}): {}", items.join(", "));
 }
 
 /// `--explain`: the timings, and every candidate with its decision.

@@ -8,7 +8,8 @@
 //!   by vector search, then a heading veto.
 //!
 //! [`assemble`] is the one place that turns each lane's run into a
-//! [`LaneOutcome`], including the rule for weak fallbacks.
+//! [`LaneOutcome`], including the rules for weak fallbacks and for the
+//! `below_floor` tail.
 
 pub mod log;
 pub mod outcome;
@@ -77,6 +78,24 @@ pub struct TopicHit {
     pub cosine: Cosine,
     #[specta(type = String)]
     pub scorer: ScorerId,
+}
+
+/// What [`assemble`] needs to know of a lane's hit: the document it names,
+/// so that the `below_floor` tail never repeats a hit.
+pub trait Hit {
+    fn doc(&self) -> i64;
+}
+
+impl Hit for SubjectHit {
+    fn doc(&self) -> i64 {
+        self.doc
+    }
+}
+
+impl Hit for TopicHit {
+    fn doc(&self) -> i64 {
+        self.doc
+    }
 }
 
 /// Why a candidate was or was not admitted. The debug pane and the log show
@@ -190,10 +209,12 @@ impl<H> LaneRun<H> {
     }
 }
 
-/// Turns both lanes' runs into outcomes. Sub-floor hits survive only as
-/// `Weak`, and only when neither lane has an admitted hit. A lane whose
-/// index covers only part of the library is never `Ready`: it is `Weak` with
-/// the reason, or `Unavailable` when it covers none of it.
+/// Turns both lanes' runs into outcomes. Sub-floor hits count as a lane's
+/// hits only as `Weak`, and only when neither lane has an admitted hit;
+/// otherwise every lane that looked carries them as its `below_floor` tail
+/// (those not already among its hits), shown apart and never counted as a
+/// hit. A lane whose index covers only part of the library is never `Ready`:
+/// it is `Weak` with the reason, or `Unavailable` when it covers none of it.
 pub fn assemble(
     subject: &LaneRun<SubjectHit>,
     topic: &LaneRun<TopicHit>,
@@ -206,26 +227,42 @@ pub fn assemble(
     )
 }
 
-fn one<H: Clone>(run: &LaneRun<H>, any_real: bool, coverage: Coverage) -> LaneOutcome<H> {
+fn one<H: Clone + Hit>(run: &LaneRun<H>, any_real: bool, coverage: Coverage) -> LaneOutcome<H> {
+    // The lane's weak hits (best first, at most top_k) that `hits` does not
+    // already show.
+    let tail = |hits: &[H]| -> Vec<H> {
+        run.weak
+            .iter()
+            .filter(|w| !hits.iter().any(|h| h.doc() == w.doc()))
+            .cloned()
+            .collect()
+    };
     let outcome = match &run.admitted {
         Err(Unready::Unavailable(reason)) => LaneOutcome::Unavailable {
             reason: reason.clone(),
         },
         Err(Unready::Failed(reason)) => LaneOutcome::Failed(reason.clone()),
-        Ok(hits) if !hits.is_empty() => LaneOutcome::Ready(hits.clone()),
         Ok(_) if !any_real && !run.weak.is_empty() => LaneOutcome::Weak {
             hits: run.weak.clone(),
+            below_floor: Vec::new(),
             reason: None,
         },
-        Ok(_) => LaneOutcome::Ready(Vec::new()),
+        Ok(hits) => LaneOutcome::Ready {
+            hits: hits.clone(),
+            below_floor: tail(hits),
+        },
     };
     let Some(reason) = coverage.shortfall() else {
         return outcome;
     };
     match outcome {
         _ if coverage.stale >= coverage.indexed => LaneOutcome::Unavailable { reason },
-        LaneOutcome::Ready(hits) | LaneOutcome::Weak { hits, .. } => LaneOutcome::Weak {
+        LaneOutcome::Ready { hits, below_floor }
+        | LaneOutcome::Weak {
+            hits, below_floor, ..
+        } => LaneOutcome::Weak {
             hits,
+            below_floor,
             reason: Some(reason),
         },
         other => other,
@@ -264,9 +301,9 @@ pub struct MatchResponse {
 }
 
 /// [`MatchResponse`] on the wire, the one shape for the app, `carrel match
-/// --json` and the MCP `search` tool: each lane as `{state, reason, hits}`,
-/// side by side, the count the heading veto dropped, and, when asked for,
-/// the explanation with every candidate.
+/// --json` and the MCP `search` tool: each lane as `{state, reason, hits,
+/// below_floor}`, side by side, the count the heading veto dropped, and,
+/// when asked for, the explanation with every candidate.
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct MatchView {
     pub query: String,
@@ -342,16 +379,93 @@ mod tests {
         }
     }
 
+    fn subject_hit(doc: i64) -> SubjectHit {
+        SubjectHit {
+            doc,
+            title: String::new(),
+            locations: Vec::new(),
+            cosine: Cosine::new(0.1),
+            rerank: None,
+            scorer: ScorerId {
+                kind: ScorerKind::Cosine,
+                model: "m".into(),
+            },
+            calibrated: false,
+            why: String::new(),
+        }
+    }
+
+    fn docs<H: Hit>(hits: &[H]) -> Vec<i64> {
+        hits.iter().map(Hit::doc).collect()
+    }
+
+    /// Sub-floor hits are a lane's hits (`weak`) only when neither lane has
+    /// an admitted one; then they are not repeated as its tail.
     #[test]
     fn weak_hits_show_only_when_no_lane_has_real_ones() {
         let subject: LaneRun<SubjectHit> = run(Ok(vec![]), vec![]);
         let (s, t) = assemble(&subject, &run(Ok(vec![]), vec![hit(1)]), FULL);
         assert_eq!((s.state(), t.state()), ("ready", "weak"));
         assert!(s.hits().is_empty());
+        assert_eq!(docs(t.hits()), [1]);
+        assert!(t.below_floor().is_empty(), "weak hits are not shown twice");
 
         let (_, t) = assemble(&subject, &run(Ok(vec![hit(2)]), vec![hit(1)]), FULL);
         assert_eq!(t.state(), "ready");
-        assert_eq!(t.hits()[0].doc, 2);
+        assert_eq!(docs(t.hits()), [2]);
+    }
+
+    /// The tail users asked to see: a lane with admitted hits also says what
+    /// it found under its floor, best first, apart from its hits.
+    #[test]
+    fn a_ready_lane_shows_its_sub_floor_tail_apart_from_its_hits() {
+        let subject = run(
+            Ok(vec![subject_hit(7)]),
+            vec![subject_hit(8), subject_hit(9)],
+        );
+        let topic = run(Ok(vec![hit(2)]), vec![hit(3), hit(2), hit(1)]);
+        let (s, t) = assemble(&subject, &topic, FULL);
+        assert_eq!((s.state(), t.state()), ("ready", "ready"));
+        assert_eq!(docs(s.hits()), [7]);
+        assert_eq!(docs(s.below_floor()), [8, 9]);
+        assert_eq!(docs(t.hits()), [2]);
+        assert_eq!(docs(t.below_floor()), [3, 1], "a hit is never in the tail");
+
+        let view = t.view();
+        assert_eq!(docs(&view.below_floor), [3, 1]);
+        let json = serde_json::to_value(&view).unwrap();
+        assert_eq!(json["hits"].as_array().unwrap().len(), 1);
+        assert_eq!(json["below_floor"].as_array().unwrap().len(), 2);
+
+        // A lane with nothing admitted, beside one with real hits, keeps its
+        // sub-floor candidates as a tail, not as hits.
+        let (s, _) = assemble(&run(Ok(vec![]), vec![subject_hit(8)]), &topic, FULL);
+        assert_eq!(s.state(), "ready");
+        assert!(s.hits().is_empty());
+        assert_eq!(docs(s.below_floor()), [8]);
+    }
+
+    /// Eval counts a noise query's leaks with `has_ready_hits`: a tail must
+    /// never turn into one, whichever lane it hangs under.
+    #[test]
+    fn a_noise_querys_tail_never_counts_as_a_hit() {
+        // Both lanes empty above their floors: the weak fallback, no leak.
+        let (s, t) = assemble(
+            &run(Ok(vec![]), vec![subject_hit(8)]),
+            &run(Ok(vec![]), vec![hit(1)]),
+            FULL,
+        );
+        assert!(!s.has_ready_hits() && !t.has_ready_hits());
+        // The subject lane leaked; the topic lane's tail is still no hit.
+        let (s, t) = assemble(
+            &run(Ok(vec![subject_hit(7)]), vec![]),
+            &run(Ok(vec![]), vec![hit(1), hit(2)]),
+            FULL,
+        );
+        assert!(s.has_ready_hits());
+        assert!(!t.has_ready_hits(), "a tail is not a leak");
+        assert!(t.hits().is_empty());
+        assert_eq!(docs(t.below_floor()), [1, 2]);
     }
 
     #[test]
@@ -364,6 +478,20 @@ mod tests {
         assert_eq!(t.state(), "weak", "an unavailable lane is not a real hit");
     }
 
+    /// A lane that did not run judged nothing, so it has no tail either.
+    #[test]
+    fn a_lane_that_did_not_run_has_no_tail() {
+        let subject = run(Ok(vec![subject_hit(7)]), vec![]);
+        for unready in [
+            Unready::Unavailable("no index".into()),
+            Unready::Failed("disk".into()),
+        ] {
+            let (_, t) = assemble(&subject, &run(Err(unready), vec![hit(1)]), FULL);
+            assert!(t.below_floor().is_empty(), "{}", t.state());
+            assert!(t.view().below_floor.is_empty());
+        }
+    }
+
     /// Regression: after a model change, stale vectors dropped out of the
     /// KNN and the lanes answered `ready` with nothing.
     #[test]
@@ -373,9 +501,10 @@ mod tests {
             indexed: 1400,
             stale: 120,
         };
-        let (s, t) = assemble(&subject, &run(Ok(vec![hit(2)]), vec![]), (part, part));
+        let (s, t) = assemble(&subject, &run(Ok(vec![hit(2)]), vec![hit(3)]), (part, part));
         assert_eq!((s.state(), t.state()), ("weak", "weak"));
         assert_eq!(t.hits()[0].doc, 2, "what it found is still shown");
+        assert_eq!(docs(t.below_floor()), [3], "and so is its tail");
         assert!(
             s.reason()
                 .unwrap()

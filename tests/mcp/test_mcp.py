@@ -53,6 +53,9 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
         async with self.session() as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
             self.assertEqual(set(tools), {"search", "read", "cite", "list"})
+            # An agent is told that a lane's tail is not an answer.
+            self.assertIn("`below_floor`", tools["search"].description)
+            self.assertIn("not an answer", tools["search"].description)
             # Read only, as documented: no tool changes the library.
             for t in tools.values():
                 self.assertTrue(t.annotations and t.annotations.read_only_hint, t.name)
@@ -75,6 +78,11 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
             hit = v["topic"]["hits"][0]
             self.assertEqual(hit["title"], "Bicycle Chain Maintenance")
             self.assertTrue(hit["locations"][0]["source"].endswith("bicycle-chain.md"))
+            # Each lane's sub-floor tail comes apart from its hits, never repeating one.
+            for lane in ("subject", "topic"):
+                hits = {h["doc"] for h in v[lane]["hits"]}
+                tail = {h["doc"] for h in v[lane]["below_floor"]}
+                self.assertFalse(hits & tail, lane)
             self.assertTrue(hit["heading_path"])
             self.assertTrue(hit["scorer"].startswith("cosine:"))
             # Warm round trip (the first call above loaded the model).

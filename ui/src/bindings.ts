@@ -335,11 +335,17 @@ export type HealthCheck = { status: "ok"; detail: string } | { status: "failed";
 /**  A lane's state, as the UI and JSON name it. */
 export type LaneState = "ready" | "weak" | "unavailable" | "failed";
 
-/**  The JSON shape of a lane: `{"state", "reason", "hits"}`. */
+/**  The JSON shape of a lane: `{"state", "reason", "hits", "below_floor"}`. */
 export type LaneView<H> = {
 	state: LaneState,
 	reason: string | null,
 	hits: H[],
+	/**
+	 *  Candidates under the lane's floor, not among `hits`, best first (at
+	 *  most top_k): a tail to look at, not an answer. Empty when the lane
+	 *  could not run, or when its weak hits are already the `hits`.
+	 */
+	below_floor: H[],
 };
 
 /**
@@ -370,9 +376,9 @@ export type Location = {
 
 /**
  *  [`MatchResponse`] on the wire, the one shape for the app, `carrel match
- *  --json` and the MCP `search` tool: each lane as `{state, reason, hits}`,
- *  side by side, the count the heading veto dropped, and, when asked for,
- *  the explanation with every candidate.
+ *  --json` and the MCP `search` tool: each lane as `{state, reason, hits,
+ *  below_floor}`, side by side, the count the heading veto dropped, and,
+ *  when asked for, the explanation with every candidate.
  */
 export type MatchView = {
 	query: string,

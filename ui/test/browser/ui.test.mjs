@@ -357,10 +357,11 @@ test("the match panel shows both lanes apart with their states; the debug pane s
     check_mentions: () => [],
     match_query: (args) => ({
       query: args.query,
-      subject: { state: "unavailable", reason: "no cross-encoder is installed (looked for /m/carrel-ce-v1)", hits: [] },
+      subject: { state: "unavailable", reason: "no cross-encoder is installed (looked for /m/carrel-ce-v1)", hits: [], below_floor: [] },
       topic: {
         state: "ready", reason: null,
         hits: [{ doc: 1, title: "Sourdough starter", locations: [], chunk: 11, heading_path: ["Feeding"], passage: "Feed the starter twice a day.", page: null, cosine: 0.71, scorer: "cosine:all-MiniLM-L6-v2@abc" }],
+        below_floor: [],
       },
       topic_vetoed: 1,
       explain: {
@@ -392,6 +393,58 @@ test("the match panel shows both lanes apart with their states; the debug pane s
   assert.match(await debug.innerText(), /suppressed: cross-encoder unavailable/);
   assert.match(await debug.innerText(), /Deposits/);
   assert.match(await panel.getByTestId("hit-scorer").innerText(), /cosine:all-MiniLM-L6-v2@abc/);
+  await page.close();
+});
+
+test("a ready lane keeps its below-the-floor tail apart from its hits, collapsed until opened", async () => {
+  const { page } = await open(browser, url, {
+    ...library,
+    complete_mention: () => [],
+    check_mentions: () => [],
+    match_query: (args) => {
+      const topic = (doc, title, cosine) => ({
+        doc, title, locations: [], chunk: doc * 10, heading_path: ["Feeding"], passage: `${title}: feed it.`,
+        page: null, cosine, scorer: "cosine:all-MiniLM-L6-v2@abc",
+      });
+      return {
+        query: args.query,
+        subject: {
+          state: "ready", reason: null, hits: [],
+          below_floor: [{
+            doc: 2, title: "Starter homes and mortgages", locations: [], cosine: 0.41, rerank: null,
+            scorer: "cosine:all-MiniLM-L6-v2@abc", calibrated: false, why: "buying a first home",
+          }],
+        },
+        topic: {
+          state: "ready", reason: null,
+          hits: [topic(1, "Sourdough starter", 0.71)],
+          below_floor: [topic(2, "Starter homes and mortgages", 0.44), topic(4, "Rye bread", 0.39)],
+        },
+        topic_vetoed: 0,
+      };
+    },
+  });
+  await page.getByRole("button", { name: "Chat" }).click();
+  await page.getByTestId("composer").fill("how often to feed a starter");
+  await page.getByTestId("composer").dispatchEvent("input");
+  const panel = page.getByTestId("match-panel");
+  await panel.locator('[data-lane="topic"] .hit').waitFor();
+  assert.equal(await panel.locator('[data-lane="topic"] .hit').count(), 1, "the tail is not among the hits");
+
+  const tail = page.getByTestId("topic-below-floor");
+  assert.match(await tail.locator("summary").innerText(), /Below the floor \(2\)/);
+  const rye = tail.getByRole("button", { name: /Rye bread/ });
+  assert.equal(await rye.isVisible(), false, "the tail starts collapsed");
+  // Opened from the keyboard, as a summary is.
+  await tail.locator("summary").focus();
+  await page.keyboard.press("Enter");
+  await rye.waitFor();
+  assert.match(await rye.innerText(), /0\.390/);
+  assert.match(await tail.innerText(), /Starter homes and mortgages/);
+
+  // A lane with nothing over its floor says so, and still shows its tail.
+  assert.match(await page.getByTestId("subject-state").innerText(), /nothing passed the floor/);
+  assert.match(await page.getByTestId("subject-below-floor").locator("summary").innerText(), /Below the floor \(1\)/);
   await page.close();
 });
 
