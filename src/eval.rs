@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::ingest::Source;
 use crate::score::Scale;
+use crate::sweep::{Judged, Sweep};
 use crate::{Library, LibraryConfig, Progress};
 
 /// Ranks scored by every metric.
@@ -46,16 +47,29 @@ pub struct Metrics {
     pub p_at_1: f64,
     /// Noise queries (no qrels) that got a `Ready` hit.
     pub noise_leaks: usize,
+    /// Share of queries with qrels on which the system fired: a lane `Ready`
+    /// with hits (its weak fallback does not count), a baseline any hit.
+    pub fires_on: f64,
+    /// Of the queries it fired on, the share whose first hit is relevant:
+    /// how far a hit it stands by can be trusted.
+    pub right_when_fired: f64,
+    #[serde(skip)]
+    fired: usize,
 }
 
 impl Metrics {
-    /// Adds one query's ranking against its relevant documents.
-    fn add(&mut self, ranked: &[String], relevant: &HashMap<String, f64>) {
+    /// Adds one query's ranking against its relevant documents; `fired`
+    /// says whether the system stood by it (see [`Metrics::fires_on`]).
+    fn add(&mut self, ranked: &[String], relevant: &HashMap<String, f64>, fired: bool) {
         let (ndcg, recall, mrr, p1) = score(ranked, relevant);
         self.ndcg_at_10 += ndcg;
         self.recall_at_10 += recall;
         self.mrr_at_10 += mrr;
         self.p_at_1 += p1;
+        if fired {
+            self.fired += 1;
+            self.right_when_fired += p1;
+        }
     }
 
     /// Turns the sums into means over `queries` queries with qrels.
@@ -65,6 +79,80 @@ impl Metrics {
         self.recall_at_10 /= n;
         self.mrr_at_10 /= n;
         self.p_at_1 /= n;
+        self.fires_on = self.fired as f64 / n;
+        self.right_when_fired /= self.fired.max(1) as f64;
+    }
+}
+
+/// The three floors' populations, one [`Judged`] per query each.
+struct Floors {
+    subject_cosine: Sweep,
+    subject_rerank: Sweep,
+    topic: Sweep,
+}
+
+impl Default for Floors {
+    fn default() -> Self {
+        use crate::lanes::{subject, topic};
+        Floors {
+            subject_cosine: Sweep::new(
+                "subject cosine eligibility (card cosine)",
+                subject::SUBJECT_FLOOR.value().get(),
+            ),
+            subject_rerank: Sweep::new(
+                "subject rerank floor (cross-encoder logit)",
+                subject::RERANK_FLOOR.value().get(),
+            ),
+            topic: Sweep::new(
+                "topic floor (passage cosine)",
+                topic::TOPIC_FLOOR.value().get(),
+            ),
+        }
+    }
+}
+
+impl Floors {
+    /// Adds one query as each floor would judge it: the cosine of its
+    /// relevant card (of any card, for noise); the top logit among the
+    /// reranked cards; the best passage the veto let through.
+    fn judge(
+        &mut self,
+        noise: bool,
+        relevant: &HashMap<String, f64>,
+        subject: &[(String, f32, Option<f32>)],
+        topic: &[(String, crate::lanes::Decision, crate::score::Cosine)],
+    ) {
+        let is_relevant = |d: &String| relevant.get(d).is_some_and(|g| *g > 0.0);
+        let best =
+            |it: &mut dyn Iterator<Item = (f32, bool)>| it.max_by(|a, b| a.0.total_cmp(&b.0));
+        let card = best(
+            &mut subject
+                .iter()
+                .filter(|(d, _, _)| noise || is_relevant(d))
+                .map(|(d, c, _)| (*c, is_relevant(d))),
+        );
+        let logit = best(
+            &mut subject
+                .iter()
+                .filter_map(|(d, _, l)| l.map(|l| (l, is_relevant(d)))),
+        );
+        let passage = best(
+            &mut topic
+                .iter()
+                .filter(|(_, decision, _)| *decision != crate::lanes::Decision::Vetoed)
+                .map(|(d, _, c)| (c.get(), is_relevant(d))),
+        );
+        for (sweep, judged) in [
+            (&mut self.subject_cosine, card),
+            (&mut self.subject_rerank, logit),
+            (&mut self.topic, passage),
+        ] {
+            sweep.points.push(Judged {
+                score: judged.map(|j| j.0),
+                noise,
+                right: judged.is_some_and(|j| j.1),
+            });
+        }
     }
 }
 
@@ -132,7 +220,7 @@ pub fn score_run(dir: &Path, run: &HashMap<String, Vec<String>>) -> Result<Metri
         match qrels.get(&q.id) {
             Some(rel) => {
                 relevant_queries += 1;
-                m.add(ranked, rel);
+                m.add(ranked, rel, !ranked.is_empty());
             }
             None => m.noise_leaks += !ranked.is_empty() as usize,
         }
@@ -199,6 +287,9 @@ pub struct EvalReport {
     pub topic_dense: Metrics,
     /// Where the topic lane lost relevant documents.
     pub topic_losses: TopicLosses,
+    /// Each floor's population on this set: the subject lane's cosine
+    /// eligibility, its rerank floor, and the topic floor.
+    pub floors: Vec<Sweep>,
     pub bm25: Metrics,
     /// Subject-lane states over all queries (ready / weak / unavailable / failed).
     pub subject_states: BTreeMap<String, usize>,
@@ -465,6 +556,8 @@ struct Ranked {
     dense_docs: Vec<String>,
     /// The topic lane's candidates: corpus id, decision, cosine.
     topic_candidates: Vec<(String, crate::lanes::Decision, crate::score::Cosine)>,
+    /// The subject lane's candidates: corpus id, cosine, logit if reranked.
+    subject_candidates: Vec<(String, f32, Option<f32>)>,
     bm25_docs: Vec<String>,
 }
 
@@ -483,6 +576,7 @@ struct Tally {
     topic: Metrics,
     dense: Metrics,
     losses: TopicLosses,
+    sweeps: Floors,
     base: Metrics,
     subject_states: BTreeMap<String, usize>,
     topic_states: BTreeMap<String, usize>,
@@ -543,6 +637,15 @@ impl Tally {
             .iter()
             .filter_map(|c| Some((doc_ids.get(&c.doc)?.clone(), c.decision, c.cosine)))
             .collect();
+        let subject_candidates: Vec<_> = r
+            .explain
+            .subject
+            .iter()
+            .filter_map(|c| {
+                let doc = doc_ids.get(&c.doc)?.clone();
+                Some((doc, c.cosine.get(), c.rerank.map(|l| l.get())))
+            })
+            .collect();
         let mut dense = topic_candidates.clone();
         dense.sort_by(|a, b| a.2.rank(b.2));
         let dense_docs = dense.into_iter().map(|(d, _, _)| d).take(CUTOFF).collect();
@@ -558,6 +661,7 @@ impl Tally {
             cosine_docs,
             dense_docs,
             topic_candidates,
+            subject_candidates,
             bm25_docs,
         })
     }
@@ -577,6 +681,7 @@ impl Tally {
             cosine_docs,
             dense_docs,
             topic_candidates,
+            subject_candidates,
             bm25_docs,
         } = ranked;
         let Tally {
@@ -585,6 +690,7 @@ impl Tally {
             topic,
             dense,
             losses,
+            sweeps,
             base,
             subject_states,
             topic_states,
@@ -597,6 +703,9 @@ impl Tally {
             .or_insert(0) += 1;
         *topic_states.entry(r.topic.state().to_string()).or_insert(0) += 1;
         let noise = !qrels.contains_key(&q.id);
+        let no_qrels = HashMap::new();
+        let rel = qrels.get(&q.id).unwrap_or(&no_qrels);
+        sweeps.judge(noise, rel, &subject_candidates, &topic_candidates);
         if noise {
             subject.noise_leaks += r.subject.has_ready_hits() as usize;
             cosine.noise_leaks += !cosine_docs.is_empty() as usize;
@@ -606,12 +715,12 @@ impl Tally {
         } else {
             *relevant_queries += 1;
             let rel = &qrels[&q.id];
-            subject.add(&subject_docs, rel);
-            cosine.add(&cosine_docs, rel);
-            topic.add(&topic_docs, rel);
-            dense.add(&dense_docs, rel);
+            subject.add(&subject_docs, rel, r.subject.has_ready_hits());
+            cosine.add(&cosine_docs, rel, !cosine_docs.is_empty());
+            topic.add(&topic_docs, rel, r.topic.has_ready_hits());
+            dense.add(&dense_docs, rel, !dense_docs.is_empty());
             losses.add(&topic_candidates, &topic_docs, rel);
-            base.add(&bm25_docs, rel);
+            base.add(&bm25_docs, rel, !bm25_docs.is_empty());
         }
         per_query.insert(
             q.id.clone(),
@@ -650,6 +759,7 @@ impl Tally {
             mut topic,
             mut dense,
             losses,
+            sweeps,
             mut base,
             subject_states,
             topic_states,
@@ -670,6 +780,7 @@ impl Tally {
             topic,
             topic_dense: dense,
             topic_losses: losses,
+            floors: vec![sweeps.subject_cosine, sweeps.subject_rerank, sweeps.topic],
             bm25: base,
             subject_states,
             topic_states,
@@ -726,6 +837,46 @@ mod tests {
         // Query 1 perfect, query 2 missing from the run (found nothing).
         assert!((m.ndcg_at_10 - 0.5).abs() < 1e-9, "{m:?}");
         assert_eq!((m.p_at_1, m.noise_leaks), (0.5, 1));
+        // It fired on one of two, and was right that time.
+        assert_eq!((m.fires_on, m.right_when_fired), (0.5, 1.0));
+    }
+
+    #[test]
+    fn each_lost_document_is_put_down_to_the_first_rule_that_lost_it() {
+        use crate::lanes::Decision::*;
+        use crate::score::Cosine;
+        let c = |d: &str, decision, cos| (d.to_string(), decision, Cosine::new(cos));
+        let candidates = [
+            c("found", Admitted, 0.8),
+            c("veto", Vetoed, 0.7),
+            c("veto-floor", Vetoed, 0.2),
+            c("floor", BelowCosineFloor, 0.3),
+            c("late", Admitted, 0.6),
+        ];
+        let relevant: HashMap<String, f64> =
+            ["found", "veto", "veto-floor", "floor", "late", "pool"]
+                .iter()
+                .map(|d| (d.to_string(), 1.0))
+                .chain([("judged-irrelevant".to_string(), 0.0)])
+                .collect();
+        let mut returned = vec!["found".to_string()];
+        returned.extend((0..CUTOFF).map(|i| format!("other{i}")));
+        returned.push("late".into());
+        let mut t = TopicLosses::default();
+        t.add(&candidates, &returned, &relevant);
+        assert_eq!(
+            (
+                t.pairs,
+                t.found,
+                t.outside_pool,
+                t.vetoed,
+                t.vetoed_below_floor,
+                t.below_floor,
+                t.ranked_out
+            ),
+            (6, 1, 1, 1, 1, 1, 1),
+            "{t:?}"
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod models;
 pub mod paths;
 pub mod score;
 pub mod store;
+pub mod sweep;
 pub mod watch;
 pub mod words;
 

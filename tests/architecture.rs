@@ -11,7 +11,7 @@ use std::path::Path;
 /// wires; the shells (`watch`, `eval`, `mcp`, `cli`) over the facade.
 const LAYERS: &[&str] = &[
     "score", "mention", "words", "fault", "extract", "error", "paths", "chunk", "card", "models",
-    "store", "ingest", "lanes", "answer", "library", "watch", "eval", "mcp", "cli",
+    "store", "ingest", "lanes", "answer", "library", "watch", "sweep", "eval", "mcp", "cli",
 ];
 
 fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

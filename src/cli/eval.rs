@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Cli, models, print_json, progress_bar};
+use crate::sweep::{At, NOISE_TARGET};
 use crate::{Error, LibraryConfig};
 
 /// The arguments of `carrel eval`.
@@ -16,6 +17,11 @@ pub struct Args {
     /// same set finds every document unchanged and only asks the queries
     #[arg(long, value_name = "DIR")]
     keep_library: Option<PathBuf>,
+    /// Write each floor's sweep (relevant and noise admitted as the floor
+    /// moves, the floor in use and the operating point marked) as an SVG
+    /// into DIR
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -25,6 +31,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     let Args {
         dir,
         keep_library,
+        plot,
         json,
     } = args;
     let scratch = match keep_library {
@@ -46,6 +53,9 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         let _ = std::fs::remove_dir_all(&scratch);
     }
     let report = result?;
+    if let Some(out) = plot {
+        plot_floors(&report, dir, out)?;
+    }
     if *json {
         print_json(&report);
     } else {
@@ -58,8 +68,10 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             report.relevant_queries,
             report.noise_queries
         );
-        println!("| lane | nDCG@10 | Recall@10 | MRR@10 | P@1 | noise leaks |");
-        println!("|---|---:|---:|---:|---:|---:|");
+        println!(
+            "| lane | nDCG@10 | Recall@10 | MRR@10 | P@1 | fires on | first hit right when it fires | noise admitted |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
         for (name, m) in [
             ("subject", &report.subject),
             ("subject, cosine order only", &report.subject_cosine),
@@ -68,8 +80,15 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             ("bm25 (FTS5)", &report.bm25),
         ] {
             println!(
-                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
-                m.ndcg_at_10, m.recall_at_10, m.mrr_at_10, m.p_at_1, m.noise_leaks
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0}% | {:.0}% | {} of {} |",
+                m.ndcg_at_10,
+                m.recall_at_10,
+                m.mrr_at_10,
+                m.p_at_1,
+                100.0 * m.fires_on,
+                100.0 * m.right_when_fired,
+                m.noise_leaks,
+                report.noise_queries
             );
         }
         let t = &report.topic_losses;
@@ -84,6 +103,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             t.below_floor,
             t.ranked_out
         );
+        print_floors(&report);
         println!("subject states: {:?}", report.subject_states);
         println!("topic states:   {:?}", report.topic_states);
         let l = &report.latency;
@@ -101,4 +121,60 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each floor in use and at its operating point (at most
+/// [`NOISE_TARGET`] of the noise queries admitted): the share of relevant
+/// queries it admits on a right candidate, and of noise it leaks.
+fn print_floors(report: &crate::eval::EvalReport) {
+    if report.noise_queries == 0 {
+        return;
+    }
+    println!(
+        "floors on {} relevant and {} noise queries (operating point: at most {:.0}% of noise admitted):",
+        report.relevant_queries,
+        report.noise_queries,
+        100.0 * NOISE_TARGET
+    );
+    let show = |a: &At| {
+        format!(
+            "{:.3}: relevant admitted {:.0}% (right {:.0}%), noise admitted {:.1}%",
+            a.value,
+            100.0 * a.relevant_fired,
+            100.0 * a.relevant_right,
+            100.0 * a.noise
+        )
+    };
+    for s in &report.floors {
+        let point = s
+            .operating_point(NOISE_TARGET)
+            .map(|a| show(&a))
+            .unwrap_or_else(|| "none".into());
+        println!(
+            "- {}: in use {}; operating point {}",
+            s.floor,
+            show(&s.at(s.current)),
+            point
+        );
+    }
+}
+
+/// Writes `OUT/<set>-<floor>.svg` for each floor that judged anything.
+fn plot_floors(
+    report: &crate::eval::EvalReport,
+    dir: &std::path::Path,
+    out: &std::path::Path,
+) -> Result<(), Error> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let set = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "set".into());
+    for s in &report.floors {
+        let name = crate::mention::slug(s.floor.split('(').next().unwrap_or(&s.floor));
+        let path = out.join(format!("{set}-{name}.svg"));
+        s.plot(&path, &set)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
 }
