@@ -36,6 +36,6 @@ pub mod words;
 
 pub use error::{Error, Result};
 pub use ingest::{AddReport, Limits, Progress};
-pub use library::{Check, Doctor, DocumentText, Library, LibraryConfig, Probe, probe};
+pub use library::{Doctor, DocumentText, HealthCheck, Library, LibraryConfig, Probe, probe};
 pub use paths::{APP_IDENTIFIER, DATABASE_FILE, LibraryDirFrom, default_data_dir, library_dir};
 pub use store::{Density, DocumentRow};

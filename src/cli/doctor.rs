@@ -24,9 +24,9 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     if *json {
         print_json(&d);
     } else {
-        let show = |c: &crate::Check| match c {
-            crate::Check::Ok { detail } => format!("ok      {detail}"),
-            crate::Check::Failed { error } => format!("FAILED  {error}"),
+        let show = |c: &crate::HealthCheck| match c {
+            crate::HealthCheck::Ok { detail } => format!("ok      {detail}"),
+            crate::HealthCheck::Failed { error } => format!("FAILED  {error}"),
         };
         println!("library       {}", d.library.display());
         println!(

@@ -16,10 +16,10 @@ pub struct Doctor {
     pub schema_version: i64,
     pub sqlite_vec: String,
     pub models_dir: PathBuf,
-    pub runtime: Check,
-    pub embedder: Check,
+    pub runtime: HealthCheck,
+    pub embedder: HealthCheck,
     /// The subject lane's cross-encoder: which one is active, by id.
-    pub reranker: Check,
+    pub reranker: HealthCheck,
     pub fingerprints: Option<Fingerprints>,
     pub documents: i64,
     pub contents: i64,
@@ -33,15 +33,14 @@ pub struct Doctor {
 
 #[derive(Debug, Clone, Serialize, specta::Type)]
 #[serde(tag = "status", rename_all = "lowercase")]
-#[serde(rename = "HealthCheck")]
-pub enum Check {
+pub enum HealthCheck {
     Ok { detail: String },
     Failed { error: String },
 }
 
-impl Check {
+impl HealthCheck {
     pub fn is_ok(&self) -> bool {
-        matches!(self, Check::Ok { .. })
+        matches!(self, HealthCheck::Ok { .. })
     }
 }
 
@@ -50,22 +49,22 @@ impl Library {
         let models = &self.config.models;
         let fingerprints = Fingerprints::of(models);
         let runtime = match models::onnx::environment(&models.runtime_path()) {
-            Ok(_) => Check::Ok {
+            Ok(_) => HealthCheck::Ok {
                 detail: models.runtime_path().display().to_string(),
             },
-            Err(e) => Check::Failed {
+            Err(e) => HealthCheck::Failed {
                 error: e.to_string(),
             },
         };
         let embedder = match (&fingerprints, runtime.is_ok()) {
-            (Err(e), _) => Check::Failed {
+            (Err(e), _) => HealthCheck::Failed {
                 error: e.to_string(),
             },
-            (Ok(_), false) => Check::Failed {
+            (Ok(_), false) => HealthCheck::Failed {
                 error: "not loaded: the ONNX Runtime library is missing".into(),
             },
             (Ok(_), true) => match OnnxEmbedder::load(models) {
-                Ok(_) => Check::Ok {
+                Ok(_) => HealthCheck::Ok {
                     detail: format!(
                         "{} ({}), {} pooling, max length {}, {} thread(s)",
                         models::EMBEDDER_NAME,
@@ -75,19 +74,19 @@ impl Library {
                         models.threads
                     ),
                 },
-                Err(e) => Check::Failed {
+                Err(e) => HealthCheck::Failed {
                     error: e.to_string(),
                 },
             },
         };
         let reranker = match (runtime.is_ok(), OnnxReranker::load(models)) {
-            (false, _) => Check::Failed {
+            (false, _) => HealthCheck::Failed {
                 error: "not loaded: the ONNX Runtime library is missing".into(),
             },
-            (true, Ok(r)) => Check::Ok {
+            (true, Ok(r)) => HealthCheck::Ok {
                 detail: format!("{} ({})", r.model_id(), models.reranker_dir().display()),
             },
-            (true, Err(e)) => Check::Failed {
+            (true, Err(e)) => HealthCheck::Failed {
                 error: e.to_string(),
             },
         };

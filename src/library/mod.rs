@@ -20,7 +20,7 @@ mod watches;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use doctor::{Check, Doctor};
+pub use doctor::{Doctor, HealthCheck};
 pub use documents::{DocState, DocumentText, Listed, Shown};
 pub use ingest::{Probe, probe};
 
