@@ -368,6 +368,8 @@ fn an_llm_answer_is_checked_citation_by_citation() {
     );
 }
 
+/// Asked as the app asks (`ask_shared`, over a locked library), an answer
+/// and a failed question are both kept, and come back after a reopen.
 #[test]
 fn the_chat_is_kept_in_the_library_and_comes_back_after_a_reopen() {
     use carrel::answer::history::Reply;
@@ -377,11 +379,15 @@ fn the_chat_is_kept_in_the_library_and_comes_back_after_a_reopen() {
         let mut lib = open(dir.path());
         lib.add(&[s(fixtures().join("docs"))], &mut |_| {}).unwrap();
         doc = id_of(&lib, "docs/sourdough-starter.md");
+        let shared = Mutex::new(lib);
         let message = format!("@doc:{doc} how often should I feed it?");
-        let a = lib.ask(&message, &Answerer::Extractive).unwrap();
-        lib.keep_turn(&message, Ok(&a)).unwrap();
-        lib.keep_turn("what about rye", Err("the embedding model failed: test"))
-            .unwrap();
+        let a = carrel::library::ask_shared(&shared, &message, &Answerer::Extractive).unwrap();
+        let failed =
+            carrel::library::ask_shared(&shared, "what about @doc:rye-zzz", &Answerer::Extractive);
+        assert!(
+            failed.is_err(),
+            "an unknown mention is an error: {failed:?}"
+        );
         serde_json::to_value(&a).unwrap()
     };
     let mut lib = open(dir.path());
@@ -397,7 +403,9 @@ fn the_chat_is_kept_in_the_library_and_comes_back_after_a_reopen() {
         other => panic!("expected the answer back, got {other:?}"),
     }
     assert!(
-        matches!(&kept[1].reply, Reply::Error { message } if message.contains("embedding model failed"))
+        matches!(&kept[1].reply, Reply::Error { message } if message.contains("@doc:rye-zzz")),
+        "{:?}",
+        kept[1].reply
     );
     assert_eq!(lib.clear_chat().unwrap(), 2);
     assert!(lib.chat_history().unwrap().is_empty());

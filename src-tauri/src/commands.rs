@@ -161,30 +161,11 @@ pub async fn check_mentions(
 pub async fn ask(state: State<'_, AppState>, message: String) -> Result<Answer> {
     let lib = state.library();
     blocking(move || {
-        // The library is held to build the context and to check the answer,
-        // never while an LLM writes it (up to two minutes): the list, the
-        // documents and the match panel stay live meanwhile.
-        let answerer = Answerer::from_env();
-        let prepared = answer::prepare(&mut *lock(&lib), &message);
-        let asked = prepared.and_then(|p| {
-            let drafted = answer::draft(&p, &answerer);
-            answer::finish(&*lock(&lib), p, &answerer, drafted)
-        });
-        let mut l = lock(&lib);
-        // The turn is kept either way: an error is part of the conversation.
-        match &asked {
-            // An answer that cannot be kept would be lost on restart: say so.
-            Ok(answer) => {
-                l.keep_turn(&message, Ok(answer))?;
-            }
-            // The user must see why asking failed, not why keeping it did.
-            Err(e) => {
-                if let Err(keep) = l.keep_turn(&message, Err(&e.to_string())) {
-                    tracing::warn!("could not keep the failed turn: {keep}");
-                }
-            }
-        }
-        asked.map_err(AppError::from)
+        Ok(carrel::library::ask_shared(
+            &lib,
+            &message,
+            &Answerer::from_env(),
+        )?)
     })
     .await
 }

@@ -1,9 +1,11 @@
 //! Grounded answers over this library, and the chat kept in it. The
 //! answering is [`crate::answer`]'s; the library is its [`Corpus`].
 
+use std::sync::Mutex;
+
 use super::Library;
 use crate::answer::history::{self, ChatTurn, HISTORY_TURNS};
-use crate::answer::{self, Answer, Corpus};
+use crate::answer::{self, Answer, Answerer, Corpus};
 use crate::error::Result;
 use crate::lanes::MatchResponse;
 use crate::models::ModelConfig;
@@ -43,6 +45,35 @@ impl Library {
     pub fn clear_chat(&mut self) -> Result<usize> {
         self.store.clear_turns()
     }
+}
+
+/// Asks a library that others share (the app's, behind a lock) and keeps
+/// the turn. The library is held to build the context and to check the
+/// answer, never while an LLM writes it (up to two minutes), so the list,
+/// the documents and the match panel stay live meanwhile. The turn is kept
+/// either way, an error being part of the conversation: an answer that
+/// cannot be kept is an error (it would be lost on restart), while a failed
+/// question whose keeping also failed reports why asking failed.
+pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> Result<Answer> {
+    let lock = || lib.lock().unwrap_or_else(|p| p.into_inner());
+    // One statement each, so that each lock is let go before the next.
+    let prepared = answer::prepare(&mut *lock(), message);
+    let asked = prepared.and_then(|p| {
+        let drafted = answer::draft(&p, answerer);
+        answer::finish(&*lock(), p, answerer, drafted)
+    });
+    let mut l = lock();
+    match &asked {
+        Ok(answer) => {
+            l.keep_turn(message, Ok(answer))?;
+        }
+        Err(e) => {
+            if let Err(keep) = l.keep_turn(message, Err(&e.to_string())) {
+                tracing::warn!("could not keep the failed turn: {keep}");
+            }
+        }
+    }
+    asked
 }
 
 /// What an answer reads; each is the facade's own method of that name.
