@@ -1,6 +1,6 @@
 //! The library's documents as a user sees them: listed with their state,
 //! read whole with their card, their passages, removed, moved on a rename.
-//! [`Library::shown`] is the one owner of the state word a user sees.
+//! [`shown`] is the one owner of the state word a user sees.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -92,35 +92,14 @@ impl Library {
         marks().contains(&self.config.dir)
     }
 
-    /// What a user sees for `doc`: broken, then missing, then stale (or
-    /// re-embedding, while that runs), then truncated, else indexed.
-    pub fn shown(&self, doc: &DocumentRow) -> Shown {
-        let (state, detail) = if doc.state == "broken" {
-            let reason = doc.broken_reason.clone();
-            (DocState::Broken, reason.unwrap_or_else(|| "broken".into()))
-        } else if doc.source_missing {
-            (DocState::Missing, "the source file is gone".into())
-        } else if doc.state == "stale" && self.re_embedding() {
-            let detail = "vectors from another model are being replaced";
-            (DocState::ReEmbedding, detail.into())
-        } else if doc.state == "stale" {
-            let detail = "vectors from another model; re-embedded on the next add";
-            (DocState::Stale, detail.into())
-        } else if let Some(n) = doc.truncated_at_chunk {
-            (DocState::Truncated, format!("cut at chunk {n} (size cap)"))
-        } else {
-            (DocState::Indexed, String::new())
-        };
-        Shown { state, detail }
-    }
-
-    /// Every document with the state to show for it.
+    /// Every document with the state to show for it ([`shown`]).
     pub fn listed(&self) -> Result<Vec<Listed>> {
+        let re_embedding = self.re_embedding();
         Ok(self
             .list()?
             .into_iter()
             .map(|document| Listed {
-                shown: self.shown(&document),
+                shown: shown(&document, re_embedding),
                 document,
             })
             .collect())
@@ -197,4 +176,27 @@ impl Library {
 /// Sets `source_missing` for a file document whose file is gone.
 fn look_for_source(doc: &mut DocumentRow) {
     doc.source_missing = !ingest::is_url(&doc.source) && !Path::new(&doc.source).exists();
+}
+
+/// What a user sees for `doc`: broken, then missing, then stale (or
+/// re-embedding, while that runs), then truncated, else indexed. The one
+/// owner of the rule; the app shows it and never derives it.
+pub fn shown(doc: &DocumentRow, re_embedding: bool) -> Shown {
+    let (state, detail) = if doc.state == "broken" {
+        let reason = doc.broken_reason.clone();
+        (DocState::Broken, reason.unwrap_or_else(|| "broken".into()))
+    } else if doc.source_missing {
+        (DocState::Missing, "the source file is gone".into())
+    } else if doc.state == "stale" && re_embedding {
+        let detail = "vectors from another model are being replaced";
+        (DocState::ReEmbedding, detail.into())
+    } else if doc.state == "stale" {
+        let detail = "vectors from another model; re-embedded on the next add";
+        (DocState::Stale, detail.into())
+    } else if let Some(n) = doc.truncated_at_chunk {
+        (DocState::Truncated, format!("cut at chunk {n} (size cap)"))
+    } else {
+        (DocState::Indexed, String::new())
+    };
+    Shown { state, detail }
 }

@@ -23,8 +23,6 @@ pub use watches::{NewWatch, Watch, WatchKind};
 
 use crate::error::{Error, Result};
 
-pub use crate::models::EMBED_DIM;
-
 pub struct Store {
     pub(crate) conn: Connection,
     path: PathBuf,
