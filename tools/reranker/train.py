@@ -20,9 +20,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 import torch
-from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from metrics import auc, pairwise_accuracy, recall_at_fpr
+from encode import embed
+from metrics import auc, breakdown, pairwise_accuracy, recall_at_fpr
 
 
 def batches(rows, tok, size, max_length, rng):
@@ -60,23 +61,10 @@ def score(model, tok, rows, max_length, size=64):
     return out
 
 
-@torch.no_grad()
-def cosines(base_dir, tok, rows, max_length, size=64):
+def cosines(base_dir, rows):
     """The bi-encoder baseline: mean-pooled all-MiniLM-L6-v2 cosine."""
-    enc_model = AutoModel.from_pretrained(base_dir).eval()
-
-    def embed(texts):
-        vs = []
-        for b in range(0, len(texts), size):
-            e = tok(texts[b : b + size], truncation=True, max_length=256, padding=True, return_tensors="pt")
-            h = enc_model(**e).last_hidden_state
-            m = e["attention_mask"].unsqueeze(-1).float()
-            v = (h * m).sum(1) / m.sum(1)
-            vs.append(torch.nn.functional.normalize(v, dim=-1))
-        return torch.cat(vs)
-
-    q = embed([r["query"] for r in rows])
-    t = embed([r["text"] for r in rows])
+    q = embed(base_dir, [r["query"] for r in rows])
+    t = embed(base_dir, [r["text"] for r in rows])
     return (q * t).sum(-1).tolist()
 
 
@@ -148,7 +136,7 @@ def main():
     tok.save_pretrained(args.out)
 
     logits = score(model, tok, held, args.max_length)
-    cos = cosines(args.base, tok, held, args.max_length)
+    cos = cosines(args.base, held)
     labels = [r["label"] for r in held]
     groups = [r["group"] for r in held]
     metrics = {
@@ -169,6 +157,13 @@ def main():
                        "recall_at_fpr_0.05": recall_at_fpr(cos, labels, 0.05)},
         },
     }
+    # By query type and by held-out corpus (carrel-ce-v2's pairs carry both):
+    # the whole query group is keyed by its query's kind and target's corpus.
+    if all("qkind" in r for r in held):
+        for name, field in (("by_query_kind", "qkind"), ("by_corpus", "corpus")):
+            keys = [r[field] for r in held]
+            metrics["heldout"][name] = {"reranker": breakdown(logits, labels, groups, keys),
+                                        "cosine": breakdown(cos, labels, groups, keys)}
     with open(os.path.join(args.out, "train_metrics.json"), "w") as f:
         json.dump(metrics, f, indent=2)
     print(json.dumps(metrics["heldout"], indent=2))
