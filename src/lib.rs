@@ -20,7 +20,7 @@ pub mod cli;
 pub mod error;
 pub mod eval;
 pub mod extract;
-mod fault;
+pub mod fault;
 pub mod ingest;
 pub mod lanes;
 pub mod library;

@@ -116,7 +116,7 @@ impl CarrelMcp {
     ) -> Result<T, String> {
         let library = self.library.clone();
         tokio::task::spawn_blocking(move || {
-            let mut lib = library.lock().unwrap_or_else(|p| p.into_inner());
+            let mut lib = crate::fault::lock(&library);
             f(&mut lib).map_err(|e| e.to_string())
         })
         .await

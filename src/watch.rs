@@ -343,7 +343,7 @@ pub fn add_inputs(
     let mut report = lib.add(&once, progress)?;
     for w in watches {
         let sync = {
-            let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+            let _held = crate::fault::lock(gate);
             add(lib, &w, progress)?.sync
         };
         report.added += sync.added;
@@ -390,7 +390,7 @@ pub fn run(
 /// first, under `gate`, and logs what it did.
 fn refresh_other_models(lib: &mut Library, gate: &Mutex<()>) {
     let refreshed = {
-        let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+        let _held = crate::fault::lock(gate);
         lib.refresh(&mut |_| {})
     };
     match refreshed {
@@ -510,7 +510,7 @@ impl Watcher {
                 break;
             }
             let result = {
-                let _held = gate.lock().unwrap_or_else(|p| p.into_inner());
+                let _held = crate::fault::lock(gate);
                 sync(lib, w, &mut |_| {})
             };
             // A failed sync is that watch's error, shown on it, and the next

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use carrel::models::ModelConfig;
@@ -241,11 +241,7 @@ impl AppState {
     }
 }
 
-/// A poisoned lock means a command panicked mid-way; the library's own
-/// transactions keep the data sound, so carry on with it.
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub use carrel::fault::lock;
 
 #[cfg(test)]
 mod tests {

@@ -55,7 +55,7 @@ impl Library {
 /// cannot be kept is an error (it would be lost on restart), while a failed
 /// question whose keeping also failed reports why asking failed.
 pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> Result<Answer> {
-    let lock = || lib.lock().unwrap_or_else(|p| p.into_inner());
+    let lock = || crate::fault::lock(lib);
     // One statement each, so that each lock is let go before the next.
     let prepared = answer::prepare(&mut *lock(), message);
     let asked = prepared.and_then(|p| {

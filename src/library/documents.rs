@@ -82,7 +82,7 @@ impl Drop for ReEmbedding {
 }
 
 fn marks() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    RE_EMBEDDING.lock().unwrap_or_else(|p| p.into_inner())
+    crate::fault::lock(&RE_EMBEDDING)
 }
 
 impl Library {

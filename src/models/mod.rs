@@ -114,7 +114,7 @@ impl Fingerprints {
     /// it hashes 23 MB.
     pub fn of(cfg: &ModelConfig) -> Result<Fingerprints> {
         static CACHE: Mutex<Vec<(ModelConfig, Fingerprints)>> = Mutex::new(Vec::new());
-        let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = crate::fault::lock(&CACHE);
         if let Some((_, fp)) = cache.iter().find(|(c, _)| c == cfg) {
             return Ok(fp.clone());
         }

@@ -21,7 +21,7 @@ pub static TEXTS_EMBEDDED: AtomicU64 = AtomicU64::new(0);
 /// Loads ONNX Runtime from `path` once per process and returns its environment.
 pub fn environment(path: &Path) -> Result<Environment> {
     static ENV: Mutex<Option<Environment>> = Mutex::new(None);
-    let mut slot = ENV.lock().unwrap_or_else(|p| p.into_inner());
+    let mut slot = crate::fault::lock(&ENV);
     if let Some(env) = slot.as_ref() {
         return Ok(env.clone());
     }

@@ -12,7 +12,9 @@
 # PROMOTE=1 replaces the committed model with the rebuilt one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-work="${CARGO_TARGET_DIR:-target}/reranker"
+# Outside the cargo target dir: the venv and data are ~5 GB, and CI drops a
+# target cache over 10 GB.
+work="${CARREL_RERANKER_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/carrel-reranker}"
 mkdir -p "$work"
 venv="$work/venv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
