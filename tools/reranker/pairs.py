@@ -56,8 +56,9 @@ def content_words(s):
 HELD_OUT_CORPORA = {"texinfo", "zsh", "r-faq"}
 
 
-def manual_corpus(source):
-    return source.replace("\\", "/").split("/corpus/", 1)[1].split("/", 1)[0]
+def manual_id(source):
+    """A manual node's path under manuals.py's corpus/: "<corpus>/<node>.md"."""
+    return source.replace("\\", "/").split("/corpus/", 1)[1]
 
 
 def held_out(source):
@@ -188,6 +189,8 @@ def main():
                     help="manuals.py's queries.jsonl and carrel-cards of its corpus (carrel-ce-v2)")
     ap.add_argument("--base", help="the bi-encoder, to mine served negatives (carrel-ce-v2)")
     args = ap.parse_args()
+    if args.manuals and not args.base:
+        ap.error("--manuals needs --base (the bi-encoder that mines served negatives)")
     rng = random.Random(args.seed)
 
     docs = [json.loads(line) for line in open(args.docs)]
@@ -201,8 +204,8 @@ def main():
         for line in open(args.manuals[1]):
             d = json.loads(line)
             if d["card"].strip():
-                d["corpus"] = manual_corpus(d["source"])
-                by_source[d["source"].replace("\\", "/").split("/corpus/", 1)[1]] = len(docs)
+                d["corpus"] = manual_id(d["source"]).split("/", 1)[0]
+                by_source[manual_id(d["source"])] = len(docs)
                 docs.append(d)
         manual_queries = [json.loads(line) for line in open(args.manuals[0])]
         manual_queries = [q for q in manual_queries if q["doc"] in by_source]
