@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::ingest::Source;
-use crate::score::Scale;
+use crate::score::{Cosine, RerankLogit, Scale};
 use crate::sweep::{Judged, Sweep};
 use crate::{Library, LibraryConfig, Progress};
 
@@ -119,7 +119,7 @@ impl Floors {
         &mut self,
         noise: bool,
         relevant: &HashMap<String, f64>,
-        subject: &[(String, f32, Option<f32>)],
+        subject: &[SubjectCandidate],
         topic: &[(String, crate::lanes::Decision, crate::score::Cosine)],
     ) {
         let is_relevant = |d: &String| relevant.get(d).is_some_and(|g| *g > 0.0);
@@ -129,12 +129,12 @@ impl Floors {
             &mut subject
                 .iter()
                 .filter(|(d, _, _)| noise || is_relevant(d))
-                .map(|(d, c, _)| (*c, is_relevant(d))),
+                .map(|(d, c, _)| (c.get(), is_relevant(d))),
         );
         let logit = best(
             &mut subject
                 .iter()
-                .filter_map(|(d, _, l)| l.map(|l| (l, is_relevant(d)))),
+                .filter_map(|(d, _, l)| l.map(|l| (l.get(), is_relevant(d)))),
         );
         let passage = best(
             &mut topic
@@ -156,6 +156,10 @@ impl Floors {
     }
 }
 
+/// A subject-lane candidate as eval judges it: its document id, its card's
+/// cosine, and the cross-encoder's logit if the card was scored.
+type SubjectCandidate = (String, Cosine, Option<RerankLogit>);
+
 /// Among the cards the cross-encoder scored, which order puts a relevant
 /// card first more often: the cross-encoder's or cosine's. Counted over the
 /// relevant queries with at least one relevant card among the scored ones,
@@ -168,8 +172,8 @@ pub struct SubjectOrder {
 }
 
 impl SubjectOrder {
-    fn add(&mut self, relevant: &HashMap<String, f64>, subject: &[(String, f32, Option<f32>)]) {
-        let scored: Vec<(&String, f32, f32)> = subject
+    fn add(&mut self, relevant: &HashMap<String, f64>, subject: &[SubjectCandidate]) {
+        let scored: Vec<(&String, Cosine, RerankLogit)> = subject
             .iter()
             .filter_map(|(d, c, l)| l.map(|l| (d, *c, l)))
             .collect();
@@ -177,15 +181,12 @@ impl SubjectOrder {
         if !scored.iter().any(|(d, _, _)| is_relevant(d)) {
             return;
         }
-        let first = |key: fn(&(&String, f32, f32)) -> f32| {
-            scored
-                .iter()
-                .max_by(|a, b| key(a).total_cmp(&key(b)))
-                .is_some_and(|(d, _, _)| is_relevant(d))
-        };
+        // Each order on its own scale, never one number across both.
+        let cross_encoder = scored.iter().min_by(|a, b| a.2.rank(b.2));
+        let cosine = scored.iter().min_by(|a, b| a.1.rank(b.1));
         self.queries += 1;
-        self.cross_encoder_first += first(|s| s.2) as usize;
-        self.cosine_first += first(|s| s.1) as usize;
+        self.cross_encoder_first += cross_encoder.is_some_and(|(d, _, _)| is_relevant(d)) as usize;
+        self.cosine_first += cosine.is_some_and(|(d, _, _)| is_relevant(d)) as usize;
     }
 }
 
@@ -592,7 +593,7 @@ struct Ranked {
     /// The topic lane's candidates: corpus id, decision, cosine.
     topic_candidates: Vec<(String, crate::lanes::Decision, crate::score::Cosine)>,
     /// The subject lane's candidates: corpus id, cosine, logit if reranked.
-    subject_candidates: Vec<(String, f32, Option<f32>)>,
+    subject_candidates: Vec<SubjectCandidate>,
     bm25_docs: Vec<String>,
 }
 
@@ -679,7 +680,7 @@ impl Tally {
             .iter()
             .filter_map(|c| {
                 let doc = doc_ids.get(&c.doc)?.clone();
-                Some((doc, c.cosine.get(), c.rerank.map(|l| l.get())))
+                Some((doc, c.cosine, c.rerank))
             })
             .collect();
         let mut dense = topic_candidates.clone();
@@ -922,7 +923,13 @@ mod tests {
     #[test]
     fn subject_order_counts_only_scored_cards_and_only_queries_with_a_relevant_one() {
         let rel: HashMap<String, f64> = [("a".to_string(), 1.0)].into();
-        let card = |d: &str, cosine: f32, logit: Option<f32>| (d.to_string(), cosine, logit);
+        let card = |d: &str, cosine: f32, logit: Option<f32>| {
+            (
+                d.to_string(),
+                Cosine::new(cosine),
+                logit.map(RerankLogit::new),
+            )
+        };
         let mut o = SubjectOrder::default();
         // The cross-encoder puts "a" first, cosine puts "x" first.
         o.add(

@@ -152,11 +152,10 @@ class Collisions:
 
     def __init__(self, docs):
         self.docs = docs
-        self.words = [set(content_words(d["card"] + " " + " ".join(s["text"] for s in d["sections"])))
-                      for d in docs]
         self.df = defaultdict(int)
         self.holding = defaultdict(list)
-        for i, ws in enumerate(self.words):
+        for i, d in enumerate(docs):
+            ws = set(content_words(d["card"] + " " + " ".join(s["text"] for s in d["sections"])))
             for w in ws:
                 self.df[w] += 1
                 self.holding[w].append(i)
