@@ -361,6 +361,7 @@ mod tests {
                     "If the starter smells of acetone, feed it more often.",
                 ),
             ],
+            ..Default::default()
         }
     }
 

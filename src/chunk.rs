@@ -185,6 +185,7 @@ mod tests {
                     page: None,
                 })
                 .collect(),
+            ..Default::default()
         }
     }
 

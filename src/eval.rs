@@ -519,8 +519,8 @@ fn load_corpus(dir: &Path, work: &Path) -> Result<Corpus> {
                 dir.display()
             )));
         }
-        let (found, _) = crate::ingest::expand(&[root.display().to_string()]);
-        for s in found {
+        let found = crate::ingest::expand(&[root.display().to_string()]);
+        for s in found.sources {
             let Source::File(path) = &s else { continue };
             let id = path
                 .strip_prefix(&root)

@@ -26,7 +26,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::ingest::{Failure, Source};
+use crate::ingest::{Failure, FolderScan, Skipped, Source, scan_folder};
 use crate::store::{NewWatch, Watch, WatchKind};
 use crate::{AddReport, Library, Progress};
 
@@ -63,6 +63,8 @@ pub struct SyncReport {
     pub renamed: usize,
     pub removed: usize,
     pub failed: Vec<Failure>,
+    /// What the folder's scan did not take, with why.
+    pub skipped: Vec<Skipped>,
     /// Why the watch itself could not be synced (folder missing, ...).
     pub error: Option<String>,
 }
@@ -119,39 +121,14 @@ fn overrides(
         .map_err(|e| Error::BadPattern(String::new(), e.to_string()))
 }
 
-/// The files a folder watch takes, in a stable order.
-pub fn folder_files(w: &Watch) -> Result<(Vec<PathBuf>, Vec<Failure>)> {
+/// What a folder watch's scan takes and skips ([`crate::ingest::scan_folder`]
+/// under the watch's patterns).
+pub fn folder_files(w: &Watch) -> Result<FolderScan> {
     let folder = Path::new(&w.target);
-    let walker = ignore::WalkBuilder::new(folder)
-        .hidden(true)
-        .ignore(false)
-        .git_ignore(false)
-        .git_global(false)
-        .git_exclude(false)
-        .parents(false)
-        .follow_links(false)
-        .overrides(overrides(folder, &w.include, &w.exclude)?)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build();
-    let (mut files, mut failed) = (Vec::new(), Vec::new());
-    for entry in walker {
-        match entry {
-            // What `carrel add` takes from a folder, a FIFO included (listed
-            // as broken), and nothing else.
-            Ok(e)
-                if e.file_type()
-                    .is_some_and(|t| crate::ingest::takes(t, e.path())) =>
-            {
-                files.push(e.into_path())
-            }
-            Ok(_) => {}
-            Err(e) => failed.push(Failure {
-                source: w.target.clone(),
-                reason: format!("could not be listed: {e}"),
-            }),
-        }
-    }
-    Ok((files, failed))
+    Ok(scan_folder(
+        folder,
+        Some(&overrides(folder, &w.include, &w.exclude)?),
+    ))
 }
 
 /// Reconciles one watch with the library; records how it went on the watch.
@@ -220,7 +197,12 @@ fn sync_folder(
         report.error = Some(why);
         return Ok(());
     }
-    let (files, unlisted) = folder_files(w)?;
+    let FolderScan {
+        files,
+        skipped,
+        failed: unlisted,
+    } = folder_files(w)?;
+    report.skipped = skipped;
     let unlisted_error = unlisted.first().map(|f| {
         let more = match unlisted.len() - 1 {
             0 => String::new(),
@@ -348,6 +330,7 @@ pub fn add_inputs(
         };
         report.added += sync.added;
         report.unchanged += sync.unchanged;
+        report.skipped.extend(sync.skipped);
         // A URL's error is its one failure; a folder's is not a file's.
         match (sync.error, sync.failed.is_empty()) {
             (Some(reason), true) => report.failed.push(Failure {

@@ -58,6 +58,70 @@ fn add_reports_json_and_exits_1_when_any_input_failed() {
 }
 
 #[test]
+fn a_folder_scan_names_every_file_it_did_not_take() {
+    let lib = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let copy = |from: &str, to: &str| std::fs::copy(fixtures().join(from), d.join(to)).unwrap();
+    // Taken: a known extension, and a text file with none (a README).
+    copy("docs/sourdough-starter.md", "starter.md");
+    copy("docs/getting-started.txt", "README");
+    // Not taken, each for a reason.
+    std::fs::write(d.join("ls.1.gz"), b"\x1f\x8b\x08\x00 man page").unwrap();
+    std::fs::write(d.join("data.xyz"), b"whatever").unwrap();
+    std::fs::write(d.join("program"), b"\x7fELF\x02\x01\x01\x00\x00\x00\x00").unwrap();
+    std::fs::write(d.join(".hidden.md"), b"# Hidden").unwrap();
+    std::fs::create_dir(d.join(".git")).unwrap();
+    std::fs::write(d.join(".git/notes.md"), b"# Inside a hidden folder").unwrap();
+    std::os::unix::fs::symlink(d.join("starter.md"), d.join("link.md")).unwrap();
+
+    let out = carrel(lib.path())
+        .args(["add", "--json"])
+        .arg(d)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json(&out);
+    assert_eq!(v["added"], 2, "{v:#}");
+    let skipped: Vec<(String, String)> = v["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let source = s["source"].as_str().unwrap();
+            let name = source.rsplit('/').next().unwrap().to_string();
+            (name, s["reason"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let reason_of = |name: &str| {
+        skipped
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, r)| r.as_str())
+            .unwrap_or_else(|| panic!("{name} is not listed: {skipped:?}"))
+    };
+    assert!(reason_of(".git").starts_with("hidden"));
+    assert!(reason_of(".hidden.md").starts_with("hidden"));
+    assert!(reason_of("ls.1.gz").starts_with("compressed (.gz)"));
+    assert_eq!(reason_of("data.xyz"), "unsupported type .xyz");
+    assert!(reason_of("program").starts_with("no extension"));
+    assert!(reason_of("link.md").starts_with("a symbolic link"));
+    assert_eq!(skipped.len(), 6, "one entry per folder, not per file in it");
+
+    // People read the same, with the count in the last line.
+    let text = carrel(lib.path()).arg("add").arg(d).assert().code(0);
+    let text = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
+    assert!(text.contains("skipped        ") && text.contains("unsupported type .xyz"));
+    assert!(
+        text.trim_end()
+            .ends_with("0 added, 2 unchanged, 0 failed, 6 skipped"),
+        "{text}"
+    );
+}
+
+#[test]
 fn list_read_stats_and_rm_speak_the_contract() {
     let lib = tempfile::tempdir().unwrap();
     carrel(lib.path())
@@ -81,6 +145,7 @@ fn list_read_stats_and_rm_speak_the_contract() {
         "id",
         "title",
         "kind",
+        "reader",
         "source",
         "bytes",
         "chunks",
@@ -98,8 +163,9 @@ fn list_read_stats_and_rm_speak_the_contract() {
         broken["broken_reason"]
             .as_str()
             .unwrap()
-            .contains("no extractable text")
+            .contains("neither the PDF's text layer nor OCR found any")
     );
+    assert_eq!(good["reader"], "native");
     let id = good["id"].as_i64().unwrap().to_string();
 
     let text = carrel(lib.path())

@@ -406,7 +406,13 @@ fn supervise(target: &Target, kind: Kind) {
             .rev()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
-        let worker = extract::isolated(fixture_name(kind), input, kind, &worker_limits());
+        let worker = extract::isolated(
+            fixture_name(kind),
+            input,
+            kind,
+            &worker_limits(),
+            &mut |_, _| {},
+        );
         let contained = kind == Kind::Pdf
             && matches!(
                 worker,
@@ -513,7 +519,7 @@ fn reason_is_listed_for(kind: Kind, reason: &BrokenReason, isolated: bool) -> bo
             | CorruptPdf(_)
             | IncompletePdf { .. }
             | Encrypted
-            | NoText
+            | NoText { .. }
             | DecompressionBomb { .. }
             // pdf-extract and lopdf panic on damaged files (DESIGN.md: 40–54%
             // of byte-flipped PDFs); the boundary turns that into a reason.
@@ -607,7 +613,7 @@ fn check_in_process(kind: Kind, bytes: &[u8], tally: &Tally) -> Result<(), TestC
 /// process cannot survive in process), the very answer `extract` gives.
 fn check_through_worker(kind: Kind, bytes: &[u8], tally: &Tally) -> Result<(), TestCaseError> {
     let name = fixture_name(kind);
-    let answer = match extract::isolated(name, bytes, kind, &worker_limits()) {
+    let answer = match extract::isolated(name, bytes, kind, &worker_limits(), &mut |_, _| {}) {
         Ok(answer) => answer,
         Err(e) => return Err(TestCaseError::fail(format!("no answer: {e}"))),
     };
@@ -639,9 +645,12 @@ fn check_through_worker(kind: Kind, bytes: &[u8], tally: &Tally) -> Result<(), T
 
 /// The limits ingest uses, with a shorter clock: a hang still ends as an
 /// answer (`extractor_timed_out`) without stalling the run for a minute.
+/// No OCR: the worker's answer is compared with the in-process extractor's,
+/// which has none.
 fn worker_limits() -> Isolation {
     Isolation {
         timeout: Duration::from_secs(15),
+        ocr: false,
         ..Isolation::default()
     }
 }
@@ -652,6 +661,15 @@ fn fixture_name(kind: Kind) -> &'static str {
         Kind::Html => "fuzz.html",
         Kind::Markdown => "fuzz.md",
         Kind::Text => "fuzz.txt",
+        Kind::Docx => "fuzz.docx",
+        Kind::Odt => "fuzz.odt",
+        Kind::Epub => "fuzz.epub",
+        Kind::Pptx => "fuzz.pptx",
+        Kind::Rtf => "fuzz.rtf",
+        Kind::Rst => "fuzz.rst",
+        Kind::Org => "fuzz.org",
+        Kind::Asciidoc => "fuzz.adoc",
+        Kind::Image => "fuzz.png",
     }
 }
 
@@ -1561,6 +1579,7 @@ fn doc(id: i64, title: &str, source: &str) -> carrel::DocumentRow {
         id,
         title: title.into(),
         kind: Some("markdown".into()),
+        reader: None,
         source: source.into(),
         bytes: 1,
         chunks: 1,

@@ -70,6 +70,19 @@ fn a_sync_reflects_edits_renames_and_deletes_and_a_rename_embeds_nothing() {
         id_of(&lib, &f.join("draft.md")).is_none(),
         "--exclude honoured"
     );
+    // Both are listed as skipped, the junk folder once.
+    let skipped: Vec<(String, &str)> = r
+        .skipped
+        .iter()
+        .map(|k| (k.source.replace(&s(f), ""), k.reason.as_str()))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("/draft.md".to_string(), "excluded by pattern"),
+            ("/node_modules".to_string(), "excluded by pattern"),
+        ]
+    );
 
     // Rename and move into a subfolder: same id, no model call.
     let chain = id_of(&lib, &f.join("bicycle-chain.md")).unwrap();

@@ -71,7 +71,7 @@ struct Figures {
 }
 
 fn files_of(dir: &Path, limit: usize) -> Vec<carrel::ingest::Source> {
-    let (mut files, _) = carrel::ingest::expand(&[dir.display().to_string()]);
+    let mut files = carrel::ingest::expand(&[dir.display().to_string()]).sources;
     files.truncate(limit);
     files
 }
@@ -282,7 +282,7 @@ fn time_extraction(
         in_process += t.elapsed().as_secs_f64() / 2.0;
         let t = Instant::now();
         for (name, bytes, kind) in &read {
-            let _ = extract::isolated(name, bytes, *kind, &Isolation::default())?;
+            let _ = extract::isolated(name, bytes, *kind, &Isolation::default(), &mut |_, _| {})?;
         }
         isolated += t.elapsed().as_secs_f64() / 2.0;
     }

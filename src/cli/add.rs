@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, create, print_json, progress_bar, show_progress};
+use super::{Cli, create, print_json, progress_bar, show_progress, skipped_lines};
 use crate::{Error, Limits};
 
 /// The arguments of `carrel add`.
@@ -37,15 +37,22 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     } else {
         for d in &report.documents {
             println!("added   {:>5}  {}  ({} chunks)", d.id, d.title, d.chunks);
+            for w in &d.warnings {
+                println!("warning        {}: {w}", d.title);
+            }
         }
         for f in &report.failed {
             println!("failed         {}: {}", f.source, f.reason);
         }
+        for line in skipped_lines(&report.skipped) {
+            println!("{line}");
+        }
         println!(
-            "{} added, {} unchanged, {} failed",
+            "{} added, {} unchanged, {} failed, {} skipped",
             report.added,
             report.unchanged,
-            report.failed.len()
+            report.failed.len(),
+            report.skipped.len()
         );
     }
     Ok(if report.failed.is_empty() {

@@ -37,6 +37,13 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         println!("runtime       {}", show(&d.runtime));
         println!("embedder      {}", show(&d.embedder));
         println!("reranker      {}", show(&d.reranker));
+        // Optional: missing is a note, not a failure of the installation.
+        let optional = |c: &crate::HealthCheck| match c {
+            crate::HealthCheck::Ok { detail } => format!("ok      {detail}"),
+            crate::HealthCheck::Failed { error } => format!("missing {error}"),
+        };
+        println!("pdftotext     {}", optional(&d.pdftotext));
+        println!("ocr           {}", optional(&d.ocr));
         if let Some(f) = &d.fingerprints {
             println!("fingerprints  {}  {}", f.chunk, f.card);
         }

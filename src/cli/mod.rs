@@ -182,6 +182,32 @@ fn show_progress(bar: &ProgressBar, p: &crate::Progress) {
     });
 }
 
+/// What a folder scan did not take, for people: each entry while there are
+/// few, else the first few and a count by reason. Every skipped entry is
+/// in `--json`.
+fn skipped_lines(skipped: &[crate::ingest::Skipped]) -> Vec<String> {
+    const LISTED: usize = 10;
+    let each = |s: &crate::ingest::Skipped| format!("skipped        {}: {}", s.source, s.reason);
+    if skipped.len() <= LISTED {
+        return skipped.iter().map(each).collect();
+    }
+    let mut lines: Vec<String> = skipped[..LISTED / 2].iter().map(each).collect();
+    let mut by_reason: Vec<(&str, usize)> = Vec::new();
+    for s in skipped {
+        match by_reason.iter_mut().find(|(r, _)| *r == s.reason) {
+            Some((_, n)) => *n += 1,
+            None => by_reason.push((&s.reason, 1)),
+        }
+    }
+    by_reason.sort_by(|a, b| b.1.cmp(&a.1));
+    lines.push(format!(
+        "skipped        … {} in all (every one is in --json), by reason:",
+        skipped.len()
+    ));
+    lines.extend(by_reason.iter().map(|(r, n)| format!("{n:>14}  {r}")));
+    lines
+}
+
 fn print_json<T: Serialize>(value: &T) {
     println!(
         "{}",

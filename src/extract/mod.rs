@@ -3,9 +3,18 @@
 //! PDF, its page). A file that cannot be read becomes a [`BrokenReason`], never
 //! a panic and never a silent empty document.
 
+mod archive;
+mod docx;
+mod epub;
+mod flow;
 mod html;
 mod markdown;
+mod markup;
+pub mod ocr;
+mod odt;
 mod pdf;
+mod pptx;
+mod rtf;
 mod text;
 pub mod worker;
 
@@ -24,6 +33,16 @@ pub enum Kind {
     Html,
     Markdown,
     Text,
+    Docx,
+    Odt,
+    Epub,
+    Pptx,
+    Rtf,
+    Rst,
+    Org,
+    Asciidoc,
+    /// A PNG, JPEG or TIFF image, read by OCR.
+    Image,
 }
 
 /// Every file extension Carrel reads (lowercase), with the kind it
@@ -39,9 +58,20 @@ pub const EXTENSIONS: &[(&str, Kind)] = &[
     ("mdx", Kind::Markdown),
     ("txt", Kind::Text),
     ("text", Kind::Text),
-    ("rst", Kind::Text),
-    ("org", Kind::Text),
-    ("adoc", Kind::Text),
+    ("rst", Kind::Rst),
+    ("org", Kind::Org),
+    ("adoc", Kind::Asciidoc),
+    ("asciidoc", Kind::Asciidoc),
+    ("docx", Kind::Docx),
+    ("odt", Kind::Odt),
+    ("epub", Kind::Epub),
+    ("pptx", Kind::Pptx),
+    ("rtf", Kind::Rtf),
+    ("png", Kind::Image),
+    ("jpg", Kind::Image),
+    ("jpeg", Kind::Image),
+    ("tif", Kind::Image),
+    ("tiff", Kind::Image),
 ];
 
 impl Kind {
@@ -51,6 +81,15 @@ impl Kind {
             Kind::Html => "html",
             Kind::Markdown => "markdown",
             Kind::Text => "text",
+            Kind::Docx => "docx",
+            Kind::Odt => "odt",
+            Kind::Epub => "epub",
+            Kind::Pptx => "pptx",
+            Kind::Rtf => "rtf",
+            Kind::Rst => "rst",
+            Kind::Org => "org",
+            Kind::Asciidoc => "asciidoc",
+            Kind::Image => "image",
         }
     }
 
@@ -60,6 +99,15 @@ impl Kind {
             "html" => Kind::Html,
             "markdown" => Kind::Markdown,
             "text" => Kind::Text,
+            "docx" => Kind::Docx,
+            "odt" => Kind::Odt,
+            "epub" => Kind::Epub,
+            "pptx" => Kind::Pptx,
+            "rtf" => Kind::Rtf,
+            "rst" => Kind::Rst,
+            "org" => Kind::Org,
+            "asciidoc" => Kind::Asciidoc,
+            "image" => Kind::Image,
             _ => return None,
         })
     }
@@ -87,25 +135,42 @@ impl Kind {
             "text/html" | "application/xhtml+xml" => Kind::Html,
             "text/markdown" | "text/x-markdown" => Kind::Markdown,
             "text/plain" => Kind::Text,
+            "text/x-rst" => Kind::Rst,
+            "text/org" => Kind::Org,
+            "text/asciidoc" => Kind::Asciidoc,
+            "image/png" | "image/jpeg" | "image/tiff" => Kind::Image,
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => Kind::Docx,
+            "application/vnd.oasis.opendocument.text" => Kind::Odt,
+            "application/epub+zip" => Kind::Epub,
+            "application/vnd.openxmlformats-officedocument.presentationml.presentation" => {
+                Kind::Pptx
+            }
+            "application/rtf" | "text/rtf" => Kind::Rtf,
             _ => return None,
         })
     }
 
     /// The kind of an explicitly named file: its extension when known, else a
-    /// sniff of its first bytes. Anything that is not PDF or HTML is tried as text
-    /// (and refused there if it is binary).
+    /// sniff of its first bytes. Anything else is tried as text (and refused
+    /// there if it is binary).
     pub fn detect(path: &Path, bytes: &[u8]) -> Kind {
-        if let Some(kind) = Kind::from_extension(path) {
-            return kind;
+        Kind::from_extension(path)
+            .or_else(|| Kind::sniff(bytes))
+            .unwrap_or(Kind::Text)
+    }
+
+    /// The kind a file's first bytes show, if Carrel reads it: PDF by its
+    /// magic, HTML by its doctype or `<html>`, text when the text decoder
+    /// takes them ([`text::decode`]: no NULs, few control characters).
+    pub fn sniff(head: &[u8]) -> Option<Kind> {
+        if head.starts_with(b"%PDF-") {
+            return Some(Kind::Pdf);
         }
-        if bytes.starts_with(b"%PDF-") {
-            return Kind::Pdf;
+        let start = String::from_utf8_lossy(&head[..head.len().min(512)]).to_ascii_lowercase();
+        if start.trim_start().starts_with("<!doctype html") || start.contains("<html") {
+            return Some(Kind::Html);
         }
-        let head = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).to_ascii_lowercase();
-        if head.trim_start().starts_with("<!doctype html") || head.contains("<html") {
-            return Kind::Html;
-        }
-        Kind::Text
+        (!head.is_empty() && text::decode(head).is_ok()).then_some(Kind::Text)
     }
 }
 
@@ -120,11 +185,46 @@ pub struct Section {
     pub page: Option<u32>,
 }
 
+/// The program that read a document's text: shown beside it (`carrel list`,
+/// the Library), because a document read by a fallback or by OCR may read
+/// differently from the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, specta::Type)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reader {
+    /// Carrel's own reader of the format (scraper, pulldown-cmark, text).
+    #[default]
+    Native,
+    /// lopdf + pdf-extract: the first PDF reader.
+    PdfExtract,
+    /// poppler's `pdftotext`: the second PDF reader, for what pdf-extract
+    /// cannot read.
+    Pdftotext,
+    /// Tesseract OCR, on an image or on the rendered pages of a scanned PDF.
+    Tesseract,
+}
+
+impl Reader {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reader::Native => "native",
+            Reader::PdfExtract => "pdf-extract",
+            Reader::Pdftotext => "pdftotext",
+            Reader::Tesseract => "tesseract-ocr",
+        }
+    }
+}
+
 /// A whole document, extracted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Extracted {
     pub title: String,
     pub sections: Vec<Section>,
+    /// Which reader produced it (not part of the content hash).
+    #[serde(default)]
+    pub reader: Reader,
+    /// What did not read although the document did: pages OCR failed on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Extracted {
@@ -157,12 +257,31 @@ pub enum BrokenReason {
         cap: u64,
     },
     CorruptPdf(String),
+    /// A DOCX, ODT, EPUB, PPTX or RTF file that does not parse.
+    CorruptDocument {
+        format: String,
+        detail: String,
+    },
+    /// A password-protected Office or ZIP-based document.
+    PasswordProtected {
+        format: String,
+    },
+    /// A `.doc`, `.xls` or `.ppt` (the compound-file formats before 2007).
+    LegacyOffice,
     IncompletePdf {
         read: usize,
         pages: usize,
     },
     Encrypted,
-    NoText,
+    /// A PDF with no text layer on any of its `pages`, and none found by OCR.
+    NoText {
+        pages: usize,
+    },
+    /// An image in which OCR found no text.
+    NoTextInImage,
+    /// Text in images, and this program, needed to read it, is missing.
+    OcrUnavailable(String),
+    OcrFailed(String),
     Vanished,
     Unreadable(String),
     ExtractorPanicked(String),
@@ -195,9 +314,15 @@ impl BrokenReason {
             BrokenReason::Undecodable => "undecodable",
             BrokenReason::TooLarge { .. } => "too_large",
             BrokenReason::CorruptPdf(_) => "corrupt_pdf",
+            BrokenReason::CorruptDocument { .. } => "corrupt_document",
+            BrokenReason::PasswordProtected { .. } => "encrypted",
+            BrokenReason::LegacyOffice => "legacy_office",
             BrokenReason::IncompletePdf { .. } => "incomplete_pdf",
             BrokenReason::Encrypted => "encrypted",
-            BrokenReason::NoText => "no_text",
+            BrokenReason::NoText { .. } => "no_text",
+            BrokenReason::NoTextInImage => "no_text",
+            BrokenReason::OcrUnavailable(_) => "ocr_unavailable",
+            BrokenReason::OcrFailed(_) => "ocr_failed",
             BrokenReason::Vanished => "vanished",
             BrokenReason::Unreadable(_) => "unreadable",
             BrokenReason::ExtractorPanicked(_) => "extractor_panicked",
@@ -240,6 +365,18 @@ impl std::fmt::Display for BrokenReason {
                 f,
                 "not a readable PDF ({detail}); the file may be truncated or damaged"
             ),
+            BrokenReason::CorruptDocument { format, detail } => write!(
+                f,
+                "not a readable {format} ({detail}); the file may be truncated or damaged"
+            ),
+            BrokenReason::PasswordProtected { format } => write!(
+                f,
+                "password-protected {format}: remove the password and add it again"
+            ),
+            BrokenReason::LegacyOffice => write!(
+                f,
+                "a legacy Office file (.doc, .xls or .ppt), which Carrel does not read; save it as .docx, .pptx or .odt and add it again"
+            ),
             BrokenReason::IncompletePdf { read, pages } => write!(
                 f,
                 "PDF text stopped at page {read} of {pages}; the rest of the file is damaged"
@@ -248,10 +385,16 @@ impl std::fmt::Display for BrokenReason {
                 f,
                 "encrypted PDF: remove the password protection and add it again"
             ),
-            BrokenReason::NoText => write!(
+            BrokenReason::NoText { pages } => write!(
                 f,
-                "no extractable text: the PDF is probably scanned images or protected; run OCR on it first"
+                "no text: neither the PDF's text layer nor OCR found any on its {pages} page(s); it may be blank, pictures only, or protected"
             ),
+            BrokenReason::NoTextInImage => write!(f, "OCR found no text in this image"),
+            BrokenReason::OcrUnavailable(program) => write!(
+                f,
+                "its text is in images and OCR is not installed ({program} is missing); install it (apt install tesseract-ocr poppler-utils) and add the file again"
+            ),
+            BrokenReason::OcrFailed(e) => write!(f, "OCR failed: {e}"),
             BrokenReason::Vanished => write!(f, "the file disappeared before it could be read"),
             BrokenReason::Unreadable(e) => write!(f, "could not be read: {e}"),
             BrokenReason::ExtractorPanicked(e) => {
@@ -274,7 +417,7 @@ impl std::fmt::Display for BrokenReason {
             ),
             BrokenReason::DecompressionBomb { limit_mb } => write!(
                 f,
-                "a compressed page expands past {limit_mb} MB: a decompression bomb or a damaged PDF"
+                "a compressed part expands past {limit_mb} MB: a decompression bomb or a damaged file"
             ),
             BrokenReason::NotAFile(what) => {
                 write!(f, "not a regular file but {what}; Carrel reads files only")
@@ -314,43 +457,129 @@ pub fn extract(name: &str, bytes: &[u8], kind: Kind) -> Result<Extracted, Broken
     }
     IN_EXTRACTOR.with(|c| c.set(true));
     let caught = catch_unwind(AssertUnwindSafe(|| match kind {
-        Kind::Pdf => pdf::extract(bytes),
+        Kind::Pdf => pdf::read(bytes),
         Kind::Html => text::decode(bytes).map(|s| html::extract(&s)),
         Kind::Markdown => text::decode(bytes).map(|s| markdown::extract(&s)),
         Kind::Text => text::decode(bytes).map(|s| text::extract(&s)),
+        Kind::Docx => docx::extract(bytes),
+        Kind::Odt => odt::extract(bytes),
+        Kind::Epub => epub::extract(bytes),
+        Kind::Pptx => pptx::extract(bytes),
+        Kind::Rtf => rtf::extract(bytes),
+        Kind::Rst => text::decode(bytes).map(|s| markup::extract(&s, markup::Markup::Rst)),
+        Kind::Org => text::decode(bytes).map(|s| markup::extract(&s, markup::Markup::Org)),
+        Kind::Asciidoc => {
+            text::decode(bytes).map(|s| markup::extract(&s, markup::Markup::Asciidoc))
+        }
+        Kind::Image => ocr::image(bytes),
     }));
     IN_EXTRACTOR.with(|c| c.set(false));
     let raw = match caught {
         Ok(result) => result?,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            return Err(BrokenReason::ExtractorPanicked(first_line(&msg, 160)));
-        }
+        Err(payload) => return Err(panicked(payload)),
     };
+    let pages = raw.sections.len();
     let doc = finish(raw, name);
     if doc.sections.is_empty() {
         return Err(match kind {
-            Kind::Pdf => BrokenReason::NoText,
+            Kind::Pdf => BrokenReason::NoText { pages },
+            Kind::Image => BrokenReason::NoTextInImage,
             _ => BrokenReason::Empty,
         });
     }
     Ok(doc)
 }
 
+/// poppler's `pdftotext` version line, if it is installed (the second PDF
+/// reader; `pdftoppm` for OCR comes in the same package).
+pub fn poppler_version() -> Option<String> {
+    let out = std::process::Command::new("pdftotext")
+        .arg("-v")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines().next().map(|l| l.trim().to_string())
+}
+
+/// A caught panic as the reason a file is broken.
+fn panicked(payload: Box<dyn std::any::Any + Send>) -> BrokenReason {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    BrokenReason::ExtractorPanicked(first_line(&msg, 160))
+}
+
+/// Most pages of one scanned PDF read by OCR. At a few seconds a page,
+/// this is hours; a longer scan is read up to here and says so.
+pub const MAX_OCR_PAGES: usize = 2_000;
+
 /// Extracts one file in a worker process under `limits` (see [`worker`]): what
 /// ingest and the probe call, so no file can take the caller down. `Err` is a
 /// worker that could not be started at all.
+///
+/// A PDF without a text layer is then read by OCR (if `limits.ocr`) page by
+/// page, one worker a page under the same limits: `on_page(n, of)` before
+/// each. A page that
+/// fails is a warning on the document; the rest of it still lands.
 pub fn isolated(
     name: &str,
     bytes: &[u8],
     kind: Kind,
     limits: &worker::Isolation,
+    on_page: &mut dyn FnMut(usize, usize),
 ) -> Result<Result<Extracted, BrokenReason>, worker::WorkerUnavailable> {
-    worker::extract(name, bytes, kind, limits)
+    match worker::extract(name, bytes, worker::Job::Extract(kind), limits)? {
+        Err(BrokenReason::NoText { pages }) if kind == Kind::Pdf && pages > 0 && limits.ocr => {
+            ocr_pdf(name, bytes, pages, limits, on_page)
+        }
+        reply => Ok(reply),
+    }
+}
+
+fn ocr_pdf(
+    name: &str,
+    bytes: &[u8],
+    pages: usize,
+    limits: &worker::Isolation,
+    on_page: &mut dyn FnMut(usize, usize),
+) -> Result<Result<Extracted, BrokenReason>, worker::WorkerUnavailable> {
+    let mut doc = Extracted {
+        reader: Reader::Tesseract,
+        ..Extracted::default()
+    };
+    let read = pages.min(MAX_OCR_PAGES);
+    for page in 1..=read {
+        on_page(page, read);
+        match worker::extract(name, bytes, worker::Job::OcrPage(page as u32), limits)? {
+            Ok(x) => doc.sections.extend(x.sections),
+            // Not installed: no page will read, and the file says why.
+            Err(missing @ BrokenReason::OcrUnavailable(_)) => return Ok(Err(missing)),
+            Err(reason) => doc
+                .warnings
+                .push(format!("page {page} could not be read by OCR: {reason}")),
+        }
+    }
+    if read < pages {
+        doc.warnings.push(format!(
+            "only the first {read} of {pages} pages were read by OCR"
+        ));
+    }
+    let doc = finish(doc, name);
+    if doc.sections.is_empty() {
+        return Ok(Err(match doc.warnings.first() {
+            // Every page failed: say how, not "no text".
+            Some(first) if doc.warnings.len() >= read => BrokenReason::OcrFailed(first.clone()),
+            _ => BrokenReason::NoText { pages },
+        }));
+    }
+    Ok(Ok(doc))
 }
 
 /// Normalises every section, drops empty ones and settles the title.
@@ -378,7 +607,12 @@ fn finish(raw: Extracted, name: &str) -> Extracted {
             .unwrap_or(name)
             .replace(['_', '-'], " ");
     }
-    Extracted { title, sections }
+    Extracted {
+        title,
+        sections,
+        reader: raw.reader,
+        warnings: raw.warnings,
+    }
 }
 
 /// Canonical text: NFKC (ligatures, full-width forms), `\n` line ends, no

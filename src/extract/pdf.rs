@@ -1,15 +1,137 @@
 //! PDF via lopdf + pdf-extract, page by page. pdf-extract's own by-pages call
 //! stops silently at the first bad page, so pages are driven here and counted
 //! against the document's page tree. Heading paths come from the PDF outline
-//! (bookmarks) when it has one. This runs inside the panic boundary in
-//! [`super::extract`].
+//! (bookmarks) when it has one. When pdf-extract cannot read a file, or reads
+//! far less text than its pages hold, poppler's `pdftotext` reads it
+//! ([`read`]). This runs inside the panic boundary in [`super::extract`].
 
-use std::io::Read;
+use std::io::{Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::{Command, Stdio};
 
 use lopdf::{Document, Object};
 use pdf_extract::{OutputError, PlainTextOutput, output_doc_page};
 
-use super::{BrokenReason, Extracted, Section};
+use super::{BrokenReason, Extracted, Reader, Section};
+
+/// Characters per page under which pdf-extract's text is thin enough to ask
+/// poppler too. A page of prose holds 2,000–3,000; a slide or a figure page
+/// a few dozen, and then poppler finds no more and pdf-extract's text stays.
+const THIN_CHARS_PER_PAGE: usize = 200;
+
+/// The PDF reader: pdf-extract first; poppler's `pdftotext` when it fails
+/// on a file that may still be valid, or yields thin text and poppler
+/// yields at least twice as much. A decompression bomb or an encrypted file
+/// is never handed on.
+pub fn read(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
+    let first = catch_unwind(AssertUnwindSafe(|| extract(bytes)))
+        .unwrap_or_else(|p| Err(super::panicked(p)));
+    let ask_poppler = match &first {
+        Ok(doc) => doc.char_count() < THIN_CHARS_PER_PAGE * doc.sections.len(),
+        Err(
+            BrokenReason::CorruptPdf(_)
+            | BrokenReason::IncompletePdf { .. }
+            | BrokenReason::ExtractorPanicked(_)
+            | BrokenReason::NoText { .. },
+        ) => bytes.starts_with(b"%PDF-"),
+        Err(_) => false,
+    };
+    if !ask_poppler {
+        return first;
+    }
+    let Some(second) = poppler(bytes) else {
+        return first;
+    };
+    match &first {
+        Ok(doc) if second.char_count() < 2 * doc.char_count() => first,
+        _ => Ok(second),
+    }
+}
+
+/// Reads a PDF with `pdftotext` (Debian `poppler-utils`): pages split at its
+/// form feeds, heading paths from the outline when lopdf can read one. It runs
+/// as a child of the extraction worker, dies with it, and inherits its
+/// memory limit. `None`: not installed, failed, or no text either; the
+/// first reader's answer stands.
+fn poppler(bytes: &[u8]) -> Option<Extracted> {
+    let mut cmd = Command::new("pdftotext");
+    cmd.args(["-q", "-enc", "UTF-8", "-eol", "unix", "-", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().ok()?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let input = bytes.to_vec();
+    // Written from a thread: pdftotext may answer before it has read all.
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let mut out = Vec::new();
+    let read = child.stdout.take().expect("piped").read_to_end(&mut out);
+    let status = child.wait().ok()?;
+    let _ = writer.join();
+    if read.is_err() || !status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out);
+    let outline = catch_unwind(|| Document::load_mem(bytes).map(|d| outline(&d)))
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    // pdftotext ends every page with a form feed.
+    let pages: Vec<&str> = text
+        .strip_suffix('\u{c}')
+        .unwrap_or(&text)
+        .split('\u{c}')
+        .collect();
+    let sections: Vec<Section> = pages
+        .iter()
+        .enumerate()
+        .map(|(i, page)| Section {
+            heading_path: heading_path_at(&outline, i + 1),
+            text: dehyphenate(page),
+            page: Some(i as u32 + 1),
+        })
+        .collect();
+    if sections.iter().all(|s| s.text.trim().is_empty()) {
+        return None;
+    }
+    Some(Extracted {
+        title: first_line_title(&sections),
+        sections,
+        reader: Reader::Pdftotext,
+        ..Default::default()
+    })
+}
+
+/// Kills the child when the extraction worker dies (a timeout, a crash), so
+/// no `pdftotext` outlives the file it was reading.
+pub(super) fn die_with_parent(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
+}
+
+/// A PDF's title: its first non-empty line, if short enough to be one.
+fn first_line_title(sections: &[Section]) -> String {
+    sections
+        .iter()
+        .flat_map(|s| s.text.lines())
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .filter(|l| l.chars().count() <= 100)
+        .unwrap_or("")
+        .to_string()
+}
 
 /// Most bytes one page's content stream may inflate to. A page of dense text
 /// is tens of KB; a stream past this is a decompression bomb (or damage), and
@@ -73,18 +195,15 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
         return Err(if encrypted {
             BrokenReason::Encrypted
         } else {
-            BrokenReason::NoText
+            BrokenReason::NoText { pages }
         });
     }
-    let title = sections
-        .iter()
-        .flat_map(|s| s.text.lines())
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .filter(|l| l.chars().count() <= 100)
-        .unwrap_or("")
-        .to_string();
-    Ok(Extracted { title, sections })
+    Ok(Extracted {
+        title: first_line_title(&sections),
+        sections,
+        reader: Reader::PdfExtract,
+        ..Default::default()
+    })
 }
 
 /// Inflates each Flate-compressed content stream of a page into nothing, up

@@ -73,6 +73,7 @@ pub fn extract(s: &str) -> Extracted {
             text: s.to_string(),
             page: None,
         }],
+        ..Default::default()
     }
 }
 

@@ -36,8 +36,12 @@ const STDERR_KEEP: u64 = 64 * 1024;
 /// The limits a worker runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Isolation {
+    /// Per worker: per file, and per page read by OCR.
     pub timeout: Duration,
     pub memory_bytes: u64,
+    /// Whether a PDF without a text layer is read by OCR (when Tesseract is
+    /// installed). Off, it stays `no_text`.
+    pub ocr: bool,
 }
 
 impl Default for Isolation {
@@ -45,6 +49,7 @@ impl Default for Isolation {
         Isolation {
             timeout: DEFAULT_TIMEOUT,
             memory_bytes: DEFAULT_MEMORY_BYTES,
+            ocr: true,
         }
     }
 }
@@ -71,23 +76,60 @@ pub fn serve_if_asked() {
     SERVES.store(true, Ordering::Relaxed);
 }
 
-/// The worker side: `KIND NAME MEMORY_BYTES`, bytes on stdin.
+/// What a worker is asked to do with the bytes it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Job {
+    /// Read a file of this kind.
+    Extract(Kind),
+    /// Render one page of a PDF and read it by OCR.
+    OcrPage(u32),
+}
+
+impl Job {
+    fn arg(self) -> String {
+        match self {
+            Job::Extract(kind) => kind.as_str().to_string(),
+            Job::OcrPage(page) => format!("ocr-page:{page}"),
+        }
+    }
+
+    fn parse(arg: &str) -> Option<Job> {
+        match arg.strip_prefix("ocr-page:") {
+            Some(page) => page.parse().ok().map(Job::OcrPage),
+            None => Kind::parse(arg).map(Job::Extract),
+        }
+    }
+}
+
+/// The worker side: `JOB NAME MEMORY_BYTES`, bytes on stdin.
 fn serve(args: &[String]) -> i32 {
-    let [kind, name, memory] = args else {
-        eprintln!("usage: carrel {WORKER_ARG} KIND NAME MEMORY_BYTES < FILE");
+    let [job, name, memory] = args else {
+        eprintln!("usage: carrel {WORKER_ARG} JOB NAME MEMORY_BYTES < FILE");
         return 2;
     };
-    let (Some(kind), Ok(memory)) = (Kind::parse(kind), memory.parse::<u64>()) else {
+    let (Some(job), Ok(memory)) = (Job::parse(job), memory.parse::<u64>()) else {
         eprintln!("bad worker arguments: {args:?}");
         return 2;
     };
+    die_with_parent();
     limit_address_space(memory);
     let mut bytes = Vec::new();
     if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
         eprintln!("reading the file from the parent failed: {e}");
         return 3;
     }
-    let reply: Reply = super::extract(name, &bytes, kind);
+    let reply: Reply = match job {
+        Job::Extract(kind) => super::extract(name, &bytes, kind),
+        Job::OcrPage(page) => super::ocr::pdf_page(&bytes, page).map(|text| Extracted {
+            sections: vec![super::Section {
+                heading_path: Vec::new(),
+                text,
+                page: Some(page),
+            }],
+            reader: super::Reader::Tesseract,
+            ..Extracted::default()
+        }),
+    };
     let mut out = std::io::stdout().lock();
     match serde_json::to_writer(&mut out, &reply).map(|_| out.flush()) {
         Ok(_) => 0,
@@ -99,6 +141,17 @@ fn serve(args: &[String]) -> i32 {
 }
 
 type Reply = Result<Extracted, BrokenReason>;
+
+/// A worker outlives no parent: when the process that asked (a `carrel add`
+/// stopped by Ctrl-C, say) dies, so does the worker, and with it the
+/// programs it runs (`pdftotext`, `tesseract`), which do the same.
+fn die_with_parent() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag of this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+}
 
 #[cfg(unix)]
 fn limit_address_space(bytes: u64) {
@@ -157,21 +210,21 @@ fn program() -> Result<PathBuf, WorkerUnavailable> {
 pub fn extract(
     name: &str,
     bytes: &[u8],
-    kind: Kind,
+    job: Job,
     limits: &Isolation,
 ) -> Result<Reply, WorkerUnavailable> {
     if bytes.is_empty() {
         return Ok(Err(BrokenReason::Empty)); // nothing to isolate
     }
-    run(&program()?, name, bytes, kind, limits)
+    run(&program()?, name, bytes, job, limits)
 }
 
-/// Runs `program` as the worker for one file.
+/// Runs `program` as the worker for one job.
 fn run(
     program: &Path,
     name: &str,
     bytes: &[u8],
-    kind: Kind,
+    job: Job,
     limits: &Isolation,
 ) -> Result<Reply, WorkerUnavailable> {
     let mut command = Command::new(program);
@@ -180,7 +233,7 @@ fn run(
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let mut child = command
         .arg(WORKER_ARG)
-        .arg(kind.as_str())
+        .arg(job.arg())
         .arg(name)
         .arg(limits.memory_bytes.to_string())
         .stdin(Stdio::piped())
@@ -293,9 +346,15 @@ mod tests {
     fn death_of(body: &str, limits: Isolation) -> BrokenReason {
         let dir = tempfile::tempdir().unwrap();
         let program = fake(dir.path(), body);
-        run(&program, "f.html", b"<p>x</p>", Kind::Html, &limits)
-            .unwrap()
-            .unwrap_err()
+        run(
+            &program,
+            "f.html",
+            b"<p>x</p>",
+            Job::Extract(Kind::Html),
+            &limits,
+        )
+        .unwrap()
+        .unwrap_err()
     }
 
     #[test]
@@ -348,7 +407,7 @@ mod tests {
             Path::new("/nonexistent/carrel"),
             "f.md",
             b"# x",
-            Kind::Markdown,
+            Job::Extract(Kind::Markdown),
             &Isolation::default(),
         )
         .unwrap_err();

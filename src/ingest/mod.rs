@@ -13,7 +13,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub use fetch::{FETCH_TIMEOUT, FetchPolicy, HostResolver, SystemResolver};
-pub use sources::{Source, expand, is_url, takes};
+pub use sources::{Expanded, FolderScan, SkipReason, Skipped, Source, expand, is_url, scan_folder};
 
 use crate::card::{self, Card};
 use crate::chunk::{self, ChunkSpan, Mode};
@@ -114,6 +114,8 @@ pub struct AddedDocument {
     pub id: i64,
     pub title: String,
     pub chunks: usize,
+    /// What did not read although the document did (pages OCR failed on).
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, specta::Type)]
@@ -121,6 +123,8 @@ pub struct AddReport {
     pub added: usize,
     pub unchanged: usize,
     pub failed: Vec<Failure>,
+    /// What the folders' scans did not take, with why.
+    pub skipped: Vec<Skipped>,
     pub documents: Vec<AddedDocument>,
 }
 
@@ -270,7 +274,11 @@ impl Pipeline<'_> {
         for source in sources {
             p.current = source.key();
             progress(&p);
-            let prepared = self.prepare(source, &mut pending_hashes)?;
+            let key = p.current.clone();
+            let prepared = self.prepare(source, &mut pending_hashes, &mut |page, pages| {
+                p.current = format!("{key} (OCR, page {page} of {pages})");
+                progress(&p);
+            })?;
             if let Prepared::Indexed(_, Body::New(c)) = &prepared {
                 pending_texts += c.chunks.len() + 1;
             }
@@ -294,7 +302,14 @@ impl Pipeline<'_> {
         Ok(())
     }
 
-    fn prepare(&self, source: &Source, pending: &mut HashMap<String, usize>) -> Result<Prepared> {
+    /// Reads and plans one source; `on_ocr_page(n, of)` as a scanned PDF's
+    /// pages are read by OCR.
+    fn prepare(
+        &self,
+        source: &Source,
+        pending: &mut HashMap<String, usize>,
+        on_ocr_page: &mut dyn FnMut(usize, usize),
+    ) -> Result<Prepared> {
         let raw = match self.read(source)? {
             Ok(raw) => raw,
             Err(done) => return Ok(done),
@@ -302,8 +317,13 @@ impl Pipeline<'_> {
         let kind = raw
             .kind
             .unwrap_or_else(|| Kind::detect(std::path::Path::new(&raw.name), &raw.data));
-        let extracted = match extract::isolated(&raw.name, &raw.data, kind, &self.limits.isolation)?
-        {
+        let extracted = match extract::isolated(
+            &raw.name,
+            &raw.data,
+            kind,
+            &self.limits.isolation,
+            on_ocr_page,
+        )? {
             Ok(x) => x,
             Err(reason) => {
                 let meta = Meta {
@@ -486,6 +506,7 @@ impl Pipeline<'_> {
                             id,
                             title: meta.title,
                             chunks,
+                            warnings: Vec::new(),
                         });
                     }
                 }
@@ -511,6 +532,7 @@ impl Pipeline<'_> {
                         id,
                         title: meta.title,
                         chunks: n,
+                        warnings: content.extracted.warnings.clone(),
                     });
                 }
             }
@@ -667,6 +689,7 @@ mod tests {
                 text: text.into(),
                 page: None,
             }],
+            ..Default::default()
         }
     }
 

@@ -1,8 +1,13 @@
 //! Turns what the user named (files, folders, URLs) into the list of sources
-//! to ingest. Folders are walked recursively; hidden entries are skipped and
-//! only files whose extension Carrel reads are taken.
+//! to ingest. Folders are walked recursively by one scan ([`scan_folder`]);
+//! every entry it does not take is listed with a [`SkipReason`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::Failure;
+use crate::extract::Kind;
 
 /// One thing to ingest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,15 +26,152 @@ impl Source {
     }
 }
 
-use super::Failure;
-use crate::extract::Kind;
+/// Extensions of compressed files. Carrel does not unpack them: a `.gz` man
+/// page is troff, not text, and an archive is many documents. Each is listed
+/// as skipped, with what to do.
+const COMPRESSED: &[&str] = &["gz", "bz2", "xz", "zst", "zip", "tgz", "7z", "rar", "tar"];
 
-/// Whether a folder walk takes an entry: anything but folders and links,
-/// when Carrel reads its extension. FIFOs, sockets and devices are taken
-/// too, so that they are listed as broken with a reason rather than skipped
-/// unseen. The one rule for `carrel add` and for watched folders.
-pub fn takes(file_type: std::fs::FileType, path: &std::path::Path) -> bool {
-    !file_type.is_dir() && !file_type.is_symlink() && Kind::from_extension(path).is_some()
+/// Bytes a folder scan reads of a file without an extension to decide
+/// whether it is text, PDF or HTML ([`Kind::sniff`]).
+const SNIFF_BYTES: u64 = 4096;
+
+/// Why a folder scan did not take an entry. Every one is listed to the user;
+/// nothing in a folder is passed over in silence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Its name starts with a dot (for a folder: nothing inside is read).
+    Hidden,
+    /// A watch's exclude patterns (or the defaults) leave it out.
+    Excluded,
+    /// A symbolic link: scans do not follow links.
+    Link,
+    Compressed(String),
+    Unsupported(String),
+    /// No extension, and its first bytes are not text, PDF or HTML.
+    NotText,
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkipReason::Hidden => write!(f, "hidden (its name starts with a dot)"),
+            SkipReason::Excluded => write!(f, "excluded by pattern"),
+            SkipReason::Link => write!(
+                f,
+                "a symbolic link; folder scans do not follow links, add its target instead"
+            ),
+            SkipReason::Compressed(ext) => write!(
+                f,
+                "compressed (.{ext}); Carrel does not unpack files, unpack it and add what is inside"
+            ),
+            SkipReason::Unsupported(ext) => write!(f, "unsupported type .{ext}"),
+            SkipReason::NotText => write!(
+                f,
+                "no extension, and its first bytes are not text, PDF or HTML"
+            ),
+        }
+    }
+}
+
+/// An entry a folder scan saw and did not take.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+pub struct Skipped {
+    pub source: String,
+    pub reason: String,
+}
+
+/// What a folder scan found: the files to ingest, in a stable order; what it
+/// did not take, with why; and what could not be listed.
+#[derive(Debug, Default)]
+pub struct FolderScan {
+    pub files: Vec<PathBuf>,
+    pub skipped: Vec<Skipped>,
+    pub failed: Vec<Failure>,
+}
+
+/// Whether a folder scan takes a file, and if not, why: files whose
+/// extension Carrel reads ([`crate::extract::EXTENSIONS`]), and files with
+/// no extension whose first bytes are text, PDF or HTML. FIFOs, sockets and
+/// devices are taken too, so that they are listed as broken with a reason.
+fn admit(file_type: std::fs::FileType, path: &Path) -> Result<(), SkipReason> {
+    if file_type.is_symlink() {
+        return Err(SkipReason::Link);
+    }
+    if Kind::from_extension(path).is_some() || !file_type.is_file() {
+        return Ok(());
+    }
+    match path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+    {
+        Some(ext) if COMPRESSED.contains(&ext.as_str()) => Err(SkipReason::Compressed(ext)),
+        Some(ext) => Err(SkipReason::Unsupported(ext)),
+        None => {
+            use std::io::Read;
+            let mut head = Vec::new();
+            match std::fs::File::open(path).and_then(|f| f.take(SNIFF_BYTES).read_to_end(&mut head))
+            {
+                // The pipeline reads it again and lists why it failed.
+                Err(_) => Ok(()),
+                Ok(_) if Kind::sniff(&head).is_some() => Ok(()),
+                Ok(_) => Err(SkipReason::NotText),
+            }
+        }
+    }
+}
+
+/// Walks a folder (recursively, links not followed, sorted by name): the one
+/// scan behind `carrel add` and folder watches. `exclude` is a watch's
+/// patterns; an excluded or hidden folder is listed once and not entered.
+pub fn scan_folder(root: &Path, exclude: Option<&ignore::overrides::Override>) -> FolderScan {
+    let mut scan = FolderScan::default();
+    let skip = |scan: &mut FolderScan, path: &Path, reason: SkipReason| {
+        scan.skipped.push(Skipped {
+            source: path.display().to_string(),
+            reason: reason.to_string(),
+        })
+    };
+    let mut walker = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(entry) = walker.next() {
+        let e = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                scan.failed.push(Failure {
+                    source: e
+                        .path()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| root.display().to_string()),
+                    reason: format!("could not be listed: {e}"),
+                });
+                continue;
+            }
+        };
+        if e.depth() == 0 {
+            continue;
+        }
+        let is_dir = e.file_type().is_dir();
+        let hidden = e.file_name().to_string_lossy().starts_with('.');
+        let excluded = exclude.is_some_and(|o| o.matched(e.path(), is_dir).is_ignore());
+        let verdict = match (hidden, excluded, is_dir) {
+            (true, _, _) => Err(SkipReason::Hidden),
+            (_, true, _) => Err(SkipReason::Excluded),
+            (_, _, true) => continue,
+            _ => admit(e.file_type(), e.path()),
+        };
+        match verdict {
+            Ok(()) => scan.files.push(e.into_path()),
+            Err(reason) => {
+                if is_dir {
+                    walker.skip_current_dir();
+                }
+                skip(&mut scan, e.path(), reason);
+            }
+        }
+    }
+    scan
 }
 
 /// Whether what the user named is a URL (http or https) rather than a path:
@@ -39,20 +181,30 @@ pub fn is_url(input: &str) -> bool {
     input.starts_with("http://") || input.starts_with("https://")
 }
 
-/// Expands inputs into sources (absolute paths, URLs), in a stable order.
-/// Inputs that cannot be taken at all become failures; the rest go on.
-pub fn expand(inputs: &[String]) -> (Vec<Source>, Vec<Failure>) {
-    let mut files = Vec::new();
-    let mut failed = Vec::new();
+/// What the user's inputs expand to: the sources to ingest, in a stable
+/// order; the entries of their folders that were not taken, with why; and
+/// the inputs that could not be taken at all.
+#[derive(Debug, Default)]
+pub struct Expanded {
+    pub sources: Vec<Source>,
+    pub skipped: Vec<Skipped>,
+    pub failed: Vec<Failure>,
+}
+
+/// Expands inputs into sources (absolute paths, URLs). A file named
+/// directly is always taken (its kind is sniffed if its name does not say);
+/// a folder is scanned by [`scan_folder`].
+pub fn expand(inputs: &[String]) -> Expanded {
+    let mut out = Expanded::default();
     for input in inputs {
         if is_url(input) {
-            files.push(Source::Url(input.clone()));
+            out.sources.push(Source::Url(input.clone()));
             continue;
         }
         let path = match std::path::absolute(input) {
             Ok(p) => p,
             Err(e) => {
-                failed.push(Failure {
+                out.failed.push(Failure {
                     source: input.clone(),
                     reason: format!("not a usable path: {e}"),
                 });
@@ -60,37 +212,19 @@ pub fn expand(inputs: &[String]) -> (Vec<Source>, Vec<Failure>) {
             }
         };
         if path.is_dir() {
-            let walker = walkdir::WalkDir::new(&path)
-                .follow_links(false)
-                .sort_by_file_name()
-                .into_iter()
-                .filter_entry(|e| {
-                    e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.')
-                });
-            for entry in walker {
-                match entry {
-                    Ok(e) if takes(e.file_type(), e.path()) => {
-                        files.push(Source::File(e.into_path()))
-                    }
-                    Ok(_) => {}
-                    Err(e) => failed.push(Failure {
-                        source: e
-                            .path()
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_else(|| input.clone()),
-                        reason: format!("could not be listed: {e}"),
-                    }),
-                }
-            }
+            let scan = scan_folder(&path, None);
+            out.sources.extend(scan.files.into_iter().map(Source::File));
+            out.skipped.extend(scan.skipped);
+            out.failed.extend(scan.failed);
         } else if path.exists() {
-            files.push(Source::File(path));
+            out.sources.push(Source::File(path));
         } else {
-            failed.push(Failure {
+            out.failed.push(Failure {
                 source: input.clone(),
                 reason: "no such file or folder".into(),
             });
         }
     }
-    files.dedup();
-    (files, failed)
+    out.sources.dedup();
+    out
 }

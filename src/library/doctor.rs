@@ -20,6 +20,11 @@ pub struct Doctor {
     pub embedder: HealthCheck,
     /// The subject lane's cross-encoder: which one is active, by id.
     pub reranker: HealthCheck,
+    /// Optional readers: poppler's `pdftotext` (PDFs pdf-extract cannot
+    /// read) and Tesseract OCR (scans and images). Without them those files
+    /// are listed broken, saying what to install; nothing else is affected.
+    pub pdftotext: HealthCheck,
+    pub ocr: HealthCheck,
     pub fingerprints: Option<Fingerprints>,
     pub documents: i64,
     pub contents: i64,
@@ -90,6 +95,20 @@ impl Library {
                 error: e.to_string(),
             },
         };
+        let pdftotext = match crate::extract::poppler_version() {
+            Some(v) => HealthCheck::Ok { detail: v },
+            None => HealthCheck::Failed {
+                error: "pdftotext is not installed; PDFs pdf-extract cannot read stay broken (apt install poppler-utils)".into(),
+            },
+        };
+        let ocr = match crate::extract::ocr::Ocr::probe() {
+            crate::extract::ocr::Ocr::Ready { version, languages } => HealthCheck::Ok {
+                detail: format!("{version}, languages: {}", languages.join(", ")),
+            },
+            crate::extract::ocr::Ocr::Missing => HealthCheck::Failed {
+                error: "Tesseract is not installed; scanned PDFs and images stay broken (apt install tesseract-ocr tesseract-ocr-eng)".into(),
+            },
+        };
         let [documents, contents, chunks, chunk_vectors, _, _] = self.store.counts()?;
         Ok(Doctor {
             library: self.config.dir.clone(),
@@ -99,6 +118,8 @@ impl Library {
             runtime,
             embedder,
             reranker,
+            pdftotext,
+            ocr,
             fingerprints: fingerprints.ok(),
             documents,
             contents,

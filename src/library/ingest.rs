@@ -35,8 +35,10 @@ impl Library {
         inputs: &[String],
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<AddReport> {
-        let (sources, failed) = ingest::expand(inputs);
-        self.add_sources(&sources, failed, progress)
+        let expanded = ingest::expand(inputs);
+        let mut report = self.add_sources(&expanded.sources, expanded.failed, progress)?;
+        report.skipped = expanded.skipped;
+        Ok(report)
     }
 
     /// [`Library::add_sources`] for a watch's sync: private-address URLs
@@ -131,7 +133,13 @@ pub fn probe(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let doc = match extract::isolated(&name, &data, Kind::detect(path, &data), &limits.isolation)? {
+    let doc = match extract::isolated(
+        &name,
+        &data,
+        Kind::detect(path, &data),
+        &limits.isolation,
+        &mut |_, _| {},
+    )? {
         Ok(d) => d,
         Err(reason) => return Ok(Err(reason)),
     };

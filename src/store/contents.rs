@@ -257,8 +257,8 @@ impl Store {
     ) -> Result<i64> {
         let json = serde_json::to_string(extracted).map_err(|e| Error::Corrupt(e.to_string()))?;
         Ok(tx.query_row(
-            "INSERT INTO contents (hash, extracted, chars, truncated_at_chunk) VALUES (?1, ?2, ?3, ?4) RETURNING id",
-            params![hash, json, extracted.char_count() as i64, truncated_at_chunk.map(|t| t as i64)],
+            "INSERT INTO contents (hash, extracted, chars, truncated_at_chunk, reader) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+            params![hash, json, extracted.char_count() as i64, truncated_at_chunk.map(|t| t as i64), extracted.reader.as_str()],
             |r| r.get(0),
         )?)
     }
@@ -399,6 +399,7 @@ mod tests {
                 text: "abc".into(),
                 page: None,
             }],
+            ..Default::default()
         };
         let id = Store::insert_content(&tx, "hash", &doc, None).unwrap();
         let chunk = NewChunk {

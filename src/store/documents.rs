@@ -61,6 +61,8 @@ pub struct DocumentRow {
     pub id: i64,
     pub title: String,
     pub kind: Option<String>,
+    /// The reader that produced its text (`extract::Reader`); none when broken.
+    pub reader: Option<String>,
     pub source: String,
     pub bytes: u64,
     pub chunks: u64,
@@ -164,7 +166,8 @@ impl Store {
                     (SELECT count(*) FROM chunks k WHERE k.content_id = d.content_id),
                     (SELECT count(*) FROM chunks k WHERE k.content_id = d.content_id
                         AND k.embedded_with IS NOT ?1),
-                    (SELECT embedded_with IS NOT ?2 FROM cards WHERE content_id = d.content_id)
+                    (SELECT embedded_with IS NOT ?2 FROM cards WHERE content_id = d.content_id),
+                    c.reader
              FROM documents d LEFT JOIN contents c ON c.id = d.content_id
              WHERE ?3 IS NULL OR d.id = ?3
              ORDER BY d.id",
@@ -178,6 +181,7 @@ impl Store {
                 id: r.get(0)?,
                 title: r.get(1)?,
                 kind: r.get(2)?,
+                reader: r.get(15)?,
                 source: r.get(3)?,
                 bytes: r.get::<_, i64>(4)? as u64,
                 content_hash: r.get(5)?,

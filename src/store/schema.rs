@@ -134,6 +134,15 @@ const MIGRATIONS: &[&str] = &[
         LIMIT 1
     );
     "#,
+    // 7: which reader produced each content's text (`extract::Reader`), shown
+    //    beside its documents. Before v7 every PDF was read by pdf-extract and
+    //    everything else by Carrel's own readers.
+    r#"
+    ALTER TABLE contents ADD COLUMN reader TEXT;
+    UPDATE contents SET reader = CASE
+        WHEN EXISTS (SELECT 1 FROM documents d WHERE d.content_id = contents.id AND d.kind = 'pdf')
+        THEN 'pdf-extract' ELSE 'native' END;
+    "#,
 ];
 
 /// The schema version this build writes.

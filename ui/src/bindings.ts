@@ -73,6 +73,8 @@ export type AddReport = {
 	added: number,
 	unchanged: number,
 	failed: Failure[],
+	/**  What the folders' scans did not take, with why. */
+	skipped: Skipped[],
 	documents: AddedDocument[],
 };
 
@@ -80,6 +82,8 @@ export type AddedDocument = {
 	id: number,
 	title: string,
 	chunks: number,
+	/**  What did not read although the document did (pages OCR failed on). */
+	warnings: string[],
 };
 
 export type Answer = {
@@ -217,6 +221,13 @@ export type Doctor = {
 	embedder: HealthCheck,
 	/**  The subject lane's cross-encoder: which one is active, by id. */
 	reranker: HealthCheck,
+	/**
+	 *  Optional readers: poppler's `pdftotext` (PDFs pdf-extract cannot
+	 *  read) and Tesseract OCR (scans and images). Without them those files
+	 *  are listed broken, saying what to install; nothing else is affected.
+	 */
+	pdftotext: HealthCheck,
+	ocr: HealthCheck,
 	fingerprints: Fingerprints | null,
 	documents: number,
 	contents: number,
@@ -233,6 +244,8 @@ export type DocumentRow = {
 	id: number,
 	title: string,
 	kind: string | null,
+	/**  The reader that produced its text (`extract::Reader`); none when broken. */
+	reader: string | null,
 	source: string,
 	bytes: number,
 	chunks: number,
@@ -516,6 +529,12 @@ export type SettingsProblem = {
 export type Shown = {
 	state: DocState,
 	detail: string,
+};
+
+/**  An entry a folder scan saw and did not take. */
+export type Skipped = {
+	source: string,
+	reason: string,
 };
 
 export type Statement = {
