@@ -129,8 +129,9 @@ bench-peer: models
 reranker: models
 	./tools/reranker/make.sh
 
-## Fuzzing on stable Rust (proptest, tests/fuzz.rs): each target, the four
-## extractors in process and through the worker and the `@doc:` parser, for
+## Fuzzing on stable Rust (proptest, tests/fuzz.rs): each target (the HTML,
+## Markdown, text and PDF extractors in process and through the worker, the
+## RTF and DOCX readers in process, and the `@doc:` parser), for
 ## FUZZ_SECONDS, one after another; each prints its executions and outcomes.
 ## `cargo test` runs the same targets as a smoke of a few seconds each. A
 ## failure names its shrunk input under $(BIN)/tmp/fuzz-crashes/. Like

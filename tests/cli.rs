@@ -69,6 +69,7 @@ fn a_folder_scan_names_every_file_it_did_not_take() {
     // Not taken, each for a reason.
     std::fs::write(d.join("ls.1.gz"), b"\x1f\x8b\x08\x00 man page").unwrap();
     std::fs::write(d.join("data.xyz"), b"whatever").unwrap();
+    copy("formats/scan-page-11.jpg", "photo.jpg");
     std::fs::write(d.join("program"), b"\x7fELF\x02\x01\x01\x00\x00\x00\x00").unwrap();
     std::fs::write(d.join(".hidden.md"), b"# Hidden").unwrap();
     std::fs::create_dir(d.join(".git")).unwrap();
@@ -108,7 +109,8 @@ fn a_folder_scan_names_every_file_it_did_not_take() {
     assert_eq!(reason_of("data.xyz"), "unsupported type .xyz");
     assert!(reason_of("program").starts_with("no extension"));
     assert!(reason_of("link.md").starts_with("a symbolic link"));
-    assert_eq!(skipped.len(), 6, "one entry per folder, not per file in it");
+    assert!(reason_of("photo.jpg").contains("read by OCR only when added by themselves"));
+    assert_eq!(skipped.len(), 7, "one entry per folder, not per file in it");
 
     // People read the same, with the count in the last line.
     let text = carrel(lib.path()).arg("add").arg(d).assert().code(0);
@@ -116,7 +118,41 @@ fn a_folder_scan_names_every_file_it_did_not_take() {
     assert!(text.contains("skipped        ") && text.contains("unsupported type .xyz"));
     assert!(
         text.trim_end()
-            .ends_with("0 added, 2 unchanged, 0 failed, 6 skipped"),
+            .ends_with("0 added, 2 unchanged, 0 failed, 7 skipped"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_ocr_a_scan_says_what_to_install_and_doctor_notes_it() {
+    let lib = tempfile::tempdir().unwrap();
+    // No PATH: neither poppler nor Tesseract can be found.
+    let out = carrel(lib.path())
+        .env("PATH", "")
+        .args(["add", "--json"])
+        .arg(fixtures().join("formats/scanned-pages-11-12.pdf"))
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json(&out);
+    let reason = v["failed"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("OCR is not installed") && reason.contains("apt install tesseract-ocr"),
+        "{reason}"
+    );
+    let doctor = carrel(lib.path()).env("PATH", "").arg("doctor").assert();
+    let text = String::from_utf8_lossy(&doctor.get_output().stdout).into_owned();
+    assert!(text.contains("ocr           missing"), "{text}");
+    assert!(text.contains("pdftotext     missing"), "{text}");
+    // Installed (as `make test` installs them), both are reported ready.
+    let doctor = carrel(lib.path()).arg("doctor").assert();
+    let text = String::from_utf8_lossy(&doctor.get_output().stdout).into_owned();
+    assert!(text.contains("ocr           ok      tesseract 5"), "{text}");
+    let ocr_line = text.lines().find(|l| l.starts_with("ocr ")).unwrap();
+    assert!(
+        ocr_line.contains("languages:") && ocr_line.contains("eng"),
         "{text}"
     );
 }

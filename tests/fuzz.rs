@@ -529,8 +529,19 @@ fn reason_is_listed_for(kind: Kind, reason: &BrokenReason, isolated: bool) -> bo
         reason,
         ExtractorCrashed(_) | ExtractorTimedOut { .. } | ExtractorOutOfMemory { .. }
     );
+    let archive_reasons = matches!(
+        reason,
+        Empty
+            | Blank
+            | CorruptDocument { .. }
+            | PasswordProtected { .. }
+            | LegacyOffice
+            | DecompressionBomb { .. }
+    );
     match kind {
         Kind::Pdf => pdf_reasons || (isolated && worker_reasons),
+        Kind::Docx | Kind::Odt | Kind::Epub | Kind::Pptx => archive_reasons,
+        Kind::Rtf => matches!(reason, Empty | Blank | CorruptDocument { .. }),
         // A panic or a crash on text formats is a bug in Carrel or its
         // parsers: it is listed (the batch survives) but the fuzzer reports it.
         _ => text_reasons,
@@ -542,8 +553,12 @@ fn reason_is_listed_for(kind: Kind, reason: &BrokenReason, isolated: bool) -> bo
 fn check_extracted(kind: Kind, input: &[u8], doc: &Extracted) -> Result<(), TestCaseError> {
     prop_assert!(!doc.title.is_empty(), "an empty title");
     // A text format's markup only shrinks or reshapes its text: no file may
-    // extract to much more than it holds (PDF streams inflate, under a cap).
-    if kind != Kind::Pdf {
+    // extract to much more than it holds (PDF streams and ZIP parts inflate,
+    // under caps).
+    if !matches!(
+        kind,
+        Kind::Pdf | Kind::Docx | Kind::Odt | Kind::Epub | Kind::Pptx
+    ) {
         let most = MAX_TEXT_GROWTH * input.len() + 1024;
         prop_assert!(
             doc.char_count() <= most,
@@ -1350,6 +1365,65 @@ fn pdf_input() -> BoxedStrategy<Vec<u8>> {
     .boxed()
 }
 
+/// RTF's control words, groups and escapes.
+const RTF_TOKENS: &[&[u8]] = &[
+    b"{",
+    b"}",
+    b"\\par ",
+    b"\\pard",
+    b"{\\*\\x ",
+    b"\\u-4000?",
+    b"\\uc9 ",
+    b"\\'e9",
+    b"\\'",
+    b"\\outlinelevel2 ",
+    b"{\\stylesheet{\\s1 heading 1;}}",
+    b"\\s1 ",
+    b"\\intbl ",
+    b"\\cell ",
+    b"\\row ",
+    b"{\\info{\\title T}}",
+    b"\\ansicpg1251 ",
+    b"\\",
+];
+
+/// The committed RTF, mutated, and arbitrary bytes behind an RTF header.
+fn rtf_input() -> BoxedStrategy<Vec<u8>> {
+    prop_oneof![
+        1 => arbitrary_bytes().prop_map(|b| [&b"{\\rtf1 "[..], &b].concat()),
+        4 => mutated(&["formats/intl.rtf"], RTF_TOKENS),
+    ]
+    .boxed()
+}
+
+/// ZIP and OOXML markers.
+const DOCX_TOKENS: &[&[u8]] = &[
+    b"PK\x03\x04",
+    b"PK\x01\x02",
+    b"PK\x05\x06",
+    b"word/document.xml",
+    b"<w:p>",
+    b"<w:tbl>",
+    b"<!DOCTYPE x [<!ENTITY a \"b\">]>",
+    b"\xff\xff\xff\xff",
+];
+
+/// The committed DOCX files, mutated (mostly in place, so the archive's
+/// offsets hold and the XML parts are reached); and arbitrary bytes.
+fn docx_input() -> BoxedStrategy<Vec<u8>> {
+    const SEEDS: &[&str] = &[
+        "formats/intl.docx",
+        "formats/webcrypto.docx",
+        "formats/intl-password.docx",
+    ];
+    prop_oneof![
+        1 => arbitrary_bytes(),
+        2 => mutated(SEEDS, DOCX_TOKENS),
+        6 => mutated_by(SEEDS, DOCX_TOKENS, in_place_mutation().boxed(), 4),
+    ]
+    .boxed()
+}
+
 // ------------------------------------------------------------ the targets
 
 fn in_process(name: &'static str, kind: Kind, ext: &'static str) -> Target {
@@ -1412,6 +1486,26 @@ fn fuzz_pdf_in_process() {
         pdf_input,
         bytes_of,
         |b, t| check_in_process(Kind::Pdf, b, t),
+    );
+}
+
+#[test]
+fn fuzz_rtf_in_process() {
+    fuzz(
+        in_process("rtf", Kind::Rtf, "rtf"),
+        rtf_input,
+        bytes_of,
+        |b, t| check_in_process(Kind::Rtf, b, t),
+    );
+}
+
+#[test]
+fn fuzz_docx_in_process() {
+    fuzz(
+        in_process("docx", Kind::Docx, "docx"),
+        docx_input,
+        bytes_of,
+        |b, t| check_in_process(Kind::Docx, b, t),
     );
 }
 

@@ -16,7 +16,9 @@ use carrel::{Library, LibraryConfig};
 
 #[derive(Parser)]
 struct Args {
-    /// Corpus folder with one subfolder per format (html, markdown, pdf, text)
+    /// Corpus folder with one subfolder per format (html, markdown, pdf,
+    /// text, docx, odt, epub, pptx, rtf, image); `ocr-truth/NAME.txt` is the
+    /// text an `image/NAME.png` should read as
     corpus: PathBuf,
     /// At most this many files per format
     #[arg(long, default_value_t = usize::MAX)]
@@ -29,6 +31,9 @@ struct Args {
     /// Also write the figures here as JSON
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Only these formats (comma-separated, e.g. `image`); default: all
+    #[arg(long, value_delimiter = ',')]
+    formats: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -54,9 +59,20 @@ struct FormatFigures {
     extract_isolated_s: f64,
 }
 
+/// OCR against each page's own text layer.
+#[derive(Serialize)]
+struct OcrFigures {
+    pages: usize,
+    pages_per_s: f64,
+    /// Character error rate: edit distance ÷ the text layer's length, with
+    /// whitespace runs folded to one space on both sides.
+    cer: f64,
+}
+
 #[derive(Serialize)]
 struct Figures {
     formats: Vec<FormatFigures>,
+    ocr: Option<OcrFigures>,
     embed_texts: usize,
     raw_forward_texts_per_s: f64,
     pipeline_embed_texts_per_s: f64,
@@ -70,10 +86,19 @@ struct Figures {
     threads: usize,
 }
 
+/// Each file of a corpus folder, named one by one (as added by hand: a
+/// folder scan leaves images out).
 fn files_of(dir: &Path, limit: usize) -> Vec<carrel::ingest::Source> {
-    let mut files = carrel::ingest::expand(&[dir.display().to_string()]).sources;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.is_file());
+    files.sort();
     files.truncate(limit);
     files
+        .into_iter()
+        .map(carrel::ingest::Source::File)
+        .collect()
 }
 
 fn peak_rss_mb() -> f64 {
@@ -109,7 +134,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut raw = OnnxEmbedder::load(&models)?;
     let mut sample: Vec<String> = Vec::new();
     let (formats, totals) = bench_formats(&args, &models, &work, &mut raw, &mut sample)?;
-    let figures = summarise(formats, &sample, &totals, &mut raw, &models)?;
+    let mut figures = summarise(formats, &sample, &totals, &mut raw, &models)?;
+    if args.formats.is_empty() || args.formats.iter().any(|f| f == "image") {
+        figures.ocr = ocr_quality(&args.corpus)?;
+    }
     print_table(&figures);
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&figures)?)?;
@@ -130,9 +158,11 @@ fn bench_formats(
     let mut formats = Vec::new();
     let (mut total_raw_s, mut total_ingest_s, mut total_files, mut total_rescan_s) =
         (0.0, 0.0, 0usize, 0.0);
-    for format in ["html", "markdown", "pdf", "text"] {
+    for format in [
+        "html", "markdown", "pdf", "text", "docx", "odt", "epub", "pptx", "rtf", "image",
+    ] {
         let dir = args.corpus.join(format);
-        if !dir.is_dir() {
+        if !dir.is_dir() || !(args.formats.is_empty() || args.formats.iter().any(|f| f == format)) {
             continue;
         }
         let figures = bench_format(args, format, &dir, models, work, raw, sample)?;
@@ -241,6 +271,7 @@ fn summarise(
     let ours = 2.0 * refs.len() as f64 / ours_s;
     Ok(Figures {
         formats,
+        ocr: None,
         embed_texts: refs.len(),
         raw_forward_texts_per_s: raw_rate,
         pipeline_embed_texts_per_s: ours,
@@ -287,6 +318,40 @@ fn time_extraction(
         isolated += t.elapsed().as_secs_f64() / 2.0;
     }
     Ok((in_process, isolated))
+}
+
+/// OCR of each `image/NAME.png` that has an `ocr-truth/NAME.txt`, timed, and
+/// its character error rate against that text.
+fn ocr_quality(corpus: &Path) -> Result<Option<OcrFigures>, Box<dyn std::error::Error>> {
+    use carrel::extract::{self, Kind};
+    let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (mut pages, mut errors, mut truth_chars, mut seconds) = (0, 0usize, 0usize, 0.0);
+    let Ok(entries) = std::fs::read_dir(corpus.join("ocr-truth")) else {
+        return Ok(None);
+    };
+    let mut truths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    truths.sort();
+    for truth in truths {
+        let stem = truth.file_stem().unwrap_or_default().to_string_lossy();
+        let image = corpus.join("image").join(format!("{stem}.png"));
+        let Ok(bytes) = std::fs::read(&image) else {
+            continue;
+        };
+        let expected = fold(&std::fs::read_to_string(&truth)?);
+        let t = Instant::now();
+        let read = extract::extract(&stem, &bytes, Kind::Image)
+            .map(|d| fold(&d.body()))
+            .unwrap_or_default();
+        seconds += t.elapsed().as_secs_f64();
+        errors += strsim::levenshtein(&read, &expected);
+        truth_chars += expected.chars().count();
+        pages += 1;
+    }
+    Ok((pages > 0).then(|| OcrFigures {
+        pages,
+        pages_per_s: pages as f64 / seconds,
+        cer: errors as f64 / truth_chars.max(1) as f64,
+    }))
 }
 
 fn tempfile_dir() -> std::io::Result<PathBuf> {
@@ -352,4 +417,14 @@ fn print_table(f: &Figures) {
     );
     println!("| peak RSS, MB | {:.0} |", f.peak_rss_mb);
     println!("| ONNX intra-op threads | {} |", f.threads);
+    if let Some(o) = &f.ocr {
+        println!(
+            "| OCR, pages/s (300 dpi, one Tesseract thread) | {:.2} |",
+            o.pages_per_s
+        );
+        println!(
+            "| OCR character error rate against the text layer ({} pages) | {:.4} |",
+            o.pages, o.cer
+        );
+    }
 }

@@ -31,15 +31,19 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 print_json(&p);
             } else {
                 println!(
-                    "{} chunks, {:.0} chars on average ({} mode, {} chars in all)",
+                    "{} chunks, {:.0} chars on average ({} mode, {} chars in all, read by {})",
                     p.chunks,
                     p.avg_chars,
                     match p.mode {
                         Mode::Document => "document",
                         Mode::Memory => "memory",
                     },
-                    p.chars
+                    p.chars,
+                    p.reader.as_str()
                 );
+                for w in &p.warnings {
+                    println!("warning: {w}");
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -279,6 +279,8 @@ pub enum BrokenReason {
     },
     /// An image in which OCR found no text.
     NoTextInImage,
+    /// A document format (DOCX, EPUB, RTF, …) that parsed and holds no words.
+    Blank,
     /// Text in images, and this program, needed to read it, is missing.
     OcrUnavailable(String),
     OcrFailed(String),
@@ -321,6 +323,7 @@ impl BrokenReason {
             BrokenReason::Encrypted => "encrypted",
             BrokenReason::NoText { .. } => "no_text",
             BrokenReason::NoTextInImage => "no_text",
+            BrokenReason::Blank => "no_text",
             BrokenReason::OcrUnavailable(_) => "ocr_unavailable",
             BrokenReason::OcrFailed(_) => "ocr_failed",
             BrokenReason::Vanished => "vanished",
@@ -390,6 +393,10 @@ impl std::fmt::Display for BrokenReason {
                 "no text: neither the PDF's text layer nor OCR found any on its {pages} page(s); it may be blank, pictures only, or protected"
             ),
             BrokenReason::NoTextInImage => write!(f, "OCR found no text in this image"),
+            BrokenReason::Blank => write!(
+                f,
+                "no text: the document holds no words (only layout, images or blank pages)"
+            ),
             BrokenReason::OcrUnavailable(program) => write!(
                 f,
                 "its text is in images and OCR is not installed ({program} is missing); install it (apt install tesseract-ocr poppler-utils) and add the file again"
@@ -484,6 +491,7 @@ pub fn extract(name: &str, bytes: &[u8], kind: Kind) -> Result<Extracted, Broken
         return Err(match kind {
             Kind::Pdf => BrokenReason::NoText { pages },
             Kind::Image => BrokenReason::NoTextInImage,
+            Kind::Docx | Kind::Odt | Kind::Epub | Kind::Pptx | Kind::Rtf => BrokenReason::Blank,
             _ => BrokenReason::Empty,
         });
     }

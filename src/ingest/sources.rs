@@ -49,6 +49,9 @@ pub enum SkipReason {
     Unsupported(String),
     /// No extension, and its first bytes are not text, PDF or HTML.
     NotText,
+    /// An image: read by OCR only when added by itself. A folder of photos
+    /// would cost seconds of OCR each and list every one as "no text".
+    Image(String),
 }
 
 impl std::fmt::Display for SkipReason {
@@ -68,6 +71,10 @@ impl std::fmt::Display for SkipReason {
             SkipReason::NotText => write!(
                 f,
                 "no extension, and its first bytes are not text, PDF or HTML"
+            ),
+            SkipReason::Image(ext) => write!(
+                f,
+                "an image (.{ext}); images are read by OCR only when added by themselves"
             ),
         }
     }
@@ -90,20 +97,24 @@ pub struct FolderScan {
 }
 
 /// Whether a folder scan takes a file, and if not, why: files whose
-/// extension Carrel reads ([`crate::extract::EXTENSIONS`]), and files with
-/// no extension whose first bytes are text, PDF or HTML. FIFOs, sockets and
-/// devices are taken too, so that they are listed as broken with a reason.
+/// extension Carrel reads ([`crate::extract::EXTENSIONS`]) except images,
+/// and files with no extension whose first bytes are text, PDF or HTML.
+/// FIFOs, sockets and devices are taken too, so that they are listed as
+/// broken with a reason.
 fn admit(file_type: std::fs::FileType, path: &Path) -> Result<(), SkipReason> {
     if file_type.is_symlink() {
         return Err(SkipReason::Link);
     }
-    if Kind::from_extension(path).is_some() || !file_type.is_file() {
-        return Ok(());
-    }
-    match path
+    let ext = path
         .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-    {
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match Kind::from_extension(path) {
+        Some(Kind::Image) => return Err(SkipReason::Image(ext.unwrap_or_default())),
+        Some(_) => return Ok(()),
+        None if !file_type.is_file() => return Ok(()),
+        None => {}
+    }
+    match ext {
         Some(ext) if COMPRESSED.contains(&ext.as_str()) => Err(SkipReason::Compressed(ext)),
         Some(ext) => Err(SkipReason::Unsupported(ext)),
         None => {

@@ -24,6 +24,9 @@ pub struct Probe {
     pub avg_chars: f64,
     pub chars: usize,
     pub truncated_at_chunk: Option<usize>,
+    /// The reader that produced the text, and what did not read.
+    pub reader: extract::Reader,
+    pub warnings: Vec<String>,
 }
 
 impl Library {
@@ -151,5 +154,7 @@ pub fn probe(
         avg_chars,
         chars: doc.char_count(),
         truncated_at_chunk,
+        reader: doc.reader,
+        warnings: doc.warnings,
     }))
 }

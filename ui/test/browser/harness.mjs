@@ -73,7 +73,7 @@ export async function open(browser, url, engine, { debug = false } = {}) {
 
 export function doc(id, title, extra = {}) {
   return {
-    id, title, kind: "markdown", source: `/docs/${title.toLowerCase().replace(/\W+/g, "-")}.md`,
+    id, title, kind: "markdown", reader: "native", source: `/docs/${title.toLowerCase().replace(/\W+/g, "-")}.md`,
     bytes: 2048, chunks: 4, content_hash: "h" + id, state: "indexed", broken_reason: null,
     broken_code: null, truncated_at_chunk: null, card_state: "ready", added_at: 1700000000,
     synced_at: Math.floor(Date.now() / 1000) - 120, source_missing: false,

@@ -99,7 +99,7 @@ test("a document's state is the engine's: re-embedding shows while the engine sa
       window.__reembedding = true;
       args.onProgress.onmessage({ done: 0, total: 1, current: "re-embedding", failed: 0 });
       await new Promise((r) => setTimeout(r, 1500));
-      return { added: 0, unchanged: 0, failed: [], documents: [] };
+      return { added: 0, unchanged: 0, failed: [], skipped: [], documents: [] };
     },
   });
   const row = page.locator('tr[data-doc="1"]');
@@ -126,7 +126,7 @@ test("ingest shows live progress, then failures by name and reason", async () =>
         ch.onmessage({ done: i, total: 3, current: `/in/file${i}.md`, failed: i > 1 ? 1 : 0 });
         await new Promise((r) => setTimeout(r, 150));
       }
-      return { added: 2, unchanged: 0, failed: [{ source: "/in/empty.txt", reason: "empty file (0 bytes)" }], documents: [] };
+      return { added: 2, unchanged: 0, failed: [{ source: "/in/empty.txt", reason: "empty file (0 bytes)" }], skipped: [{ source: "/in/ls.1.gz", reason: "compressed (.gz); Carrel does not unpack files, unpack it and add what is inside" }], documents: [] };
     },
   });
   await page.getByTestId("source-input").fill("/in");
@@ -137,6 +137,10 @@ test("ingest shows live progress, then failures by name and reason", async () =>
   const failures = page.getByTestId("ingest-failures");
   await failures.waitFor();
   assert.match(await failures.innerText(), /empty\.txt: empty file \(0 bytes\)/);
+  const skipped = page.getByTestId("ingest-skipped");
+  assert.match(await skipped.innerText(), /1 not added from the folders/);
+  await skipped.locator("summary").click();
+  assert.match(await skipped.innerText(), /ls\.1\.gz: compressed \(\.gz\)/);
   assert.equal(await progress.count(), 0, "the bar goes away when the job ends");
   const call = await page.evaluate(() => window.__CALLS__.find(([c]) => c === "add_sources")[1].inputs);
   assert.deepEqual(call, ["/in"]);
@@ -159,7 +163,7 @@ test("kept-in-sync sources: the toggle reaches add_sources and is remembered; a 
       window.__removed = [...(window.__removed ?? []), args.id];
       return null;
     },
-    add_sources: () => ({ added: 0, unchanged: 3, failed: [], documents: [] }),
+    add_sources: () => ({ added: 0, unchanged: 3, failed: [], skipped: [], documents: [] }),
   });
   const watches = page.getByTestId("watches");
   await watches.waitFor();
@@ -459,7 +463,7 @@ test("files dropped on the window are added, and a watch's change reloads the li
           shown: { state: "indexed", detail: "" },
         }]
       : [],
-    add_sources: () => ({ added: 1, unchanged: 0, failed: [], documents: [] }),
+    add_sources: () => ({ added: 1, unchanged: 0, failed: [], skipped: [], documents: [] }),
   });
   await page.getByTestId("empty-library").waitFor();
   await page.evaluate(() => window.__CARREL_EMIT__("drop-hover", { active: true }));

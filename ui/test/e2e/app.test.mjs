@@ -17,6 +17,10 @@ const shots = process.env.CARREL_SCREENSHOTS ?? join(repo, "target/e2e-screens")
 assert.ok(app, "CARREL_APP_BIN must name the built app");
 assert.ok(process.env.CARREL_MODELS, "CARREL_MODELS must name the installed models (make models)");
 
+const KINDS = [
+  "intl.docx", "intl.odt", "intl.epub", "intl.pptx", "intl.rtf", "intl.rst", "intl.org", "intl.adoc",
+  "scan-page-11.jpg", "scanned-pages-11-12.pdf", "intl-password.docx",
+];
 const home = mkdtempSync(join(tmpdir(), "carrel-e2e-"));
 const inbox = join(home, "inbox");
 let driver, browser;
@@ -48,6 +52,12 @@ before(async () => {
   cpSync(join(repo, "fixtures/docs"), inbox, { recursive: true });
   cpSync(join(repo, "fixtures/xss"), inbox, { recursive: true });
   for (const bad of ["zero.txt", "truncated.pdf"]) cpSync(join(repo, "fixtures/bad", bad), join(inbox, bad));
+  // One file of each kind Carrel reads (a scanned PDF read by OCR among
+  // them), one it refuses (password-protected) and two a folder scan skips
+  // (.gz, and an image, which is read by OCR only when added by itself).
+  mkdirSync(join(inbox, "kinds"));
+  for (const f of KINDS) cpSync(join(repo, "fixtures/formats", f), join(inbox, "kinds", f));
+  writeFileSync(join(inbox, "kinds", "ls.1.gz"), "\x1f\x8b compressed man page");
   driver = await startDriver(driverBin, 4444, {
     ...process.env,
     CARREL_LIBRARY: join(home, "library"),
@@ -109,6 +119,37 @@ test("a broken file shows its reason", async () => {
   assert.match(text, /zero\.txt/);
   assert.match(text, /empty/i);
   assert.match(text, /truncated\.pdf/);
+});
+
+test("every kind of file is listed with its kind and reader, or a reason; skipped files are named", async () => {
+  const rows = await browser.execute(() =>
+    Object.fromEntries(
+      [...document.querySelectorAll("tbody tr[data-doc]")].map((r) => [
+        r.querySelector(".title-cell .mono")?.textContent?.trim(),
+        { state: r.dataset.state, text: r.textContent.replace(/\s+/g, " ") },
+      ]),
+    ),
+  );
+  const kinds = {
+    "intl.docx": "docx", "intl.odt": "odt", "intl.epub": "epub", "intl.pptx": "pptx", "intl.rtf": "rtf",
+    "intl.rst": "rst", "intl.org": "org", "intl.adoc": "asciidoc", "scanned-pages-11-12.pdf": "pdf",
+  };
+  for (const [file, kind] of Object.entries(kinds)) {
+    const row = rows[file];
+    assert.ok(row, `${file} is listed`);
+    assert.equal(row.state, "indexed", `${file}: ${row.text}`);
+    assert.match(row.text, new RegExp(`\\b${kind}\\b`), `${file} shows its kind`);
+  }
+  assert.match(rows["scanned-pages-11-12.pdf"].text, /read by tesseract-ocr/);
+  assert.match(rows["intl.docx"].text, /Internationalization support/);
+  assert.equal(rows["intl-password.docx"].state, "broken");
+  assert.match(rows["intl-password.docx"].text, /password-protected DOCX/);
+  const skipped = await $t("ingest-skipped");
+  assert.match(await skipped.getText(), /2 not added from the folders/);
+  await skipped.click();
+  assert.match(await skipped.getText(), /ls\.1\.gz: compressed \(\.gz\)/);
+  assert.match(await skipped.getText(), /scan-page-11\.jpg: an image \(\.jpg\)/);
+  await shot("03b-library-kinds");
 });
 
 test("an added folder is kept in sync: a file saved into it is listed without adding it again", async () => {
