@@ -98,6 +98,22 @@ impl<'a> Archive<'a> {
             .map_err(|why| corrupt(format, &format!("{name}: {why} is refused")))
     }
 
+    /// The Dublin Core title in a metadata part (`docProps/core.xml`,
+    /// `meta.xml`), if the part and a non-blank title are there.
+    pub fn dc_title(&mut self, part: &str) -> Result<Option<String>, BrokenReason> {
+        let format = self.format;
+        let Some(text) = self.text(part)? else {
+            return Ok(None);
+        };
+        Ok(xml(&text, format, part)?
+            .descendants()
+            .find(|n| n.has_tag_name(("http://purl.org/dc/elements/1.1/", "title")))
+            .and_then(|n| n.text())
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(String::from))
+    }
+
     /// A part that must be there.
     pub fn required(&mut self, name: &str) -> Result<String, BrokenReason> {
         let format = self.format;

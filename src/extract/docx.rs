@@ -13,7 +13,6 @@ use super::flow::{Block, Flow};
 use super::{BrokenReason, Extracted, Reader};
 
 const W: &str = "http://schemas.openxmlformats.org/wordprocessingml/2006/main";
-const DC: &str = "http://purl.org/dc/elements/1.1/";
 
 pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
     let mut zip = Archive::open(bytes, "DOCX")?;
@@ -26,16 +25,7 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
         Some(xml) => footnotes(&archive::xml(&xml, "DOCX", "word/footnotes.xml")?),
         None => HashMap::new(),
     };
-    let core_title = match zip.text("docProps/core.xml")? {
-        Some(xml) => archive::xml(&xml, "DOCX", "docProps/core.xml")?
-            .descendants()
-            .find(|n| n.has_tag_name((DC, "title")))
-            .and_then(|n| n.text())
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(String::from),
-        None => None,
-    };
+    let core_title = zip.dc_title("docProps/core.xml")?;
     let doc = archive::xml(&body, "DOCX", "word/document.xml")?;
     let mut flow = Flow::default();
     let mut block = Block::Body;

@@ -14,6 +14,7 @@ pub mod ocr;
 mod odt;
 mod pdf;
 mod pptx;
+mod program;
 mod rtf;
 mod text;
 pub mod worker;

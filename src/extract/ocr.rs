@@ -4,11 +4,10 @@
 //! under its limits: a page that hangs or crashes them is that page's
 //! failure, never the caller's.
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use super::{BrokenReason, Extracted, Reader, Section};
+use super::{BrokenReason, Extracted, Reader, Section, program};
 
 /// Rendering resolution for OCR: Tesseract is trained on text near 300 dpi.
 pub const DPI: u32 = 300;
@@ -98,7 +97,7 @@ pub fn image(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
 pub fn pdf_page(bytes: &[u8], page: u32) -> Result<String, BrokenReason> {
     let dir = scratch_dir()?;
     let root = dir.0.join("page");
-    let rendered = pipe(
+    let rendered = program::run(
         Command::new("pdftoppm")
             .args([
                 "-f",
@@ -116,7 +115,7 @@ pub fn pdf_page(bytes: &[u8], page: u32) -> Result<String, BrokenReason> {
         bytes,
     );
     match rendered {
-        Err(Missing) => {
+        Err(program::Missing) => {
             return Err(BrokenReason::OcrUnavailable(
                 "pdftoppm (poppler-utils)".into(),
             ));
@@ -146,8 +145,8 @@ fn tesseract(image: &[u8]) -> Result<String, BrokenReason> {
     // small machine, and documents are OCRed one worker each.
     cmd.env("OMP_THREAD_LIMIT", "1")
         .args(["stdin", "stdout", "-l", &langs, "--psm", "3"]);
-    match pipe(&mut cmd, image) {
-        Err(Missing) => Err(BrokenReason::OcrUnavailable(
+    match program::run(&mut cmd, image) {
+        Err(program::Missing) => Err(BrokenReason::OcrUnavailable(
             "tesseract (tesseract-ocr)".into(),
         )),
         Ok((status, _)) if !status.success() => Err(BrokenReason::OcrFailed(format!(
@@ -155,29 +154,6 @@ fn tesseract(image: &[u8]) -> Result<String, BrokenReason> {
         ))),
         Ok((_, out)) => Ok(String::from_utf8_lossy(&out).into_owned()),
     }
-}
-
-/// The program is not installed.
-struct Missing;
-
-/// Runs `cmd` with `input` on its stdin; its status and stdout.
-fn pipe(cmd: &mut Command, input: &[u8]) -> Result<(std::process::ExitStatus, Vec<u8>), Missing> {
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    super::pdf::die_with_parent(cmd);
-    let mut child = cmd.spawn().map_err(|_| Missing)?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let mut stdout = child.stdout.take().expect("piped");
-    let (out, status) = std::thread::scope(|s| {
-        s.spawn(move || {
-            let _ = stdin.write_all(input);
-        });
-        let mut out = Vec::new();
-        let _ = stdout.read_to_end(&mut out);
-        (out, child.wait())
-    });
-    status.map(|st| (st, out)).map_err(|_| Missing)
 }
 
 /// A folder for one page's image, removed when dropped.

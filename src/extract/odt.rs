@@ -12,21 +12,11 @@ use super::{BrokenReason, Extracted, Reader};
 const TEXT: &str = "urn:oasis:names:tc:opendocument:xmlns:text:1.0";
 const TABLE: &str = "urn:oasis:names:tc:opendocument:xmlns:table:1.0";
 const OFFICE: &str = "urn:oasis:names:tc:opendocument:xmlns:office:1.0";
-const DC: &str = "http://purl.org/dc/elements/1.1/";
 
 pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
     let mut zip = Archive::open(bytes, "ODT")?;
     let content = zip.required("content.xml")?;
-    let meta_title = match zip.text("meta.xml")? {
-        Some(xml) => archive::xml(&xml, "ODT", "meta.xml")?
-            .descendants()
-            .find(|n| n.has_tag_name((DC, "title")))
-            .and_then(|n| n.text())
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(String::from),
-        None => None,
-    };
+    let meta_title = zip.dc_title("meta.xml")?;
     let doc = archive::xml(&content, "ODT", "content.xml")?;
     let Some(body) = doc.descendants().find(|n| n.has_tag_name((OFFICE, "text"))) else {
         return Err(archive::corrupt("ODT", "no office:text body"));

@@ -5,14 +5,14 @@
 //! far less text than its pages hold, poppler's `pdftotext` reads it
 //! ([`read`]). This runs inside the panic boundary in [`super::extract`].
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use lopdf::{Document, Object};
 use pdf_extract::{OutputError, PlainTextOutput, output_doc_page};
 
-use super::{BrokenReason, Extracted, Reader, Section};
+use super::{BrokenReason, Extracted, Reader, Section, program};
 
 /// Characters per page under which pdf-extract's text is thin enough to ask
 /// poppler too. A page of prose holds 2,000–3,000; a slide or a figure page
@@ -54,22 +54,12 @@ pub fn read(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
 /// memory limit. `None`: not installed, failed, or no text either; the
 /// first reader's answer stands.
 fn poppler(bytes: &[u8]) -> Option<Extracted> {
-    let mut cmd = Command::new("pdftotext");
-    cmd.args(["-q", "-enc", "UTF-8", "-eol", "unix", "-", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    die_with_parent(&mut cmd);
-    let mut child = cmd.spawn().ok()?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let input = bytes.to_vec();
-    // Written from a thread: pdftotext may answer before it has read all.
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let mut out = Vec::new();
-    let read = child.stdout.take().expect("piped").read_to_end(&mut out);
-    let status = child.wait().ok()?;
-    let _ = writer.join();
-    if read.is_err() || !status.success() {
+    let (status, out) = program::run(
+        Command::new("pdftotext").args(["-q", "-enc", "UTF-8", "-eol", "unix", "-", "-"]),
+        bytes,
+    )
+    .ok()?;
+    if !status.success() {
         return None;
     }
     let text = String::from_utf8_lossy(&out);
@@ -101,24 +91,6 @@ fn poppler(bytes: &[u8]) -> Option<Extracted> {
         reader: Reader::Pdftotext,
         ..Default::default()
     })
-}
-
-/// Kills the child when the extraction worker dies (a timeout, a crash), so
-/// no `pdftotext` outlives the file it was reading.
-pub(super) fn die_with_parent(cmd: &mut Command) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cmd;
 }
 
 /// A PDF's title: its first non-empty line, if short enough to be one.

@@ -13,7 +13,6 @@ const P: &str = "http://schemas.openxmlformats.org/presentationml/2006/main";
 const A: &str = "http://schemas.openxmlformats.org/drawingml/2006/main";
 const R: &str = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
 const RELS: &str = "http://schemas.openxmlformats.org/package/2006/relationships";
-const DC: &str = "http://purl.org/dc/elements/1.1/";
 const NOTES_REL: &str =
     "http://schemas.openxmlformats.org/officeDocument/2006/relationships/notesSlide";
 
@@ -32,15 +31,7 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
         .filter_map(|n| rels.get(n.attribute((R, "id"))?).map(|(_, t)| t.clone()))
         .take(MAX_SLIDES)
         .collect();
-    let core_title = match zip.text("docProps/core.xml")? {
-        Some(xml) => archive::xml(&xml, "PPTX", "docProps/core.xml")?
-            .descendants()
-            .find(|n| n.has_tag_name((DC, "title")))
-            .and_then(|n| n.text())
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty()),
-        None => None,
-    };
+    let core_title = zip.dc_title("docProps/core.xml")?;
     let mut sections = Vec::new();
     let mut first_title = None;
     for (i, path) in slide_paths.iter().enumerate() {
