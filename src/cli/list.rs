@@ -22,7 +22,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         println!("The library is empty. Add documents with `carrel add PATH_OR_FOLDER`.");
     } else {
         println!(
-            "{:>5}  {:<8} {:<8} {:<11} {:>9} {:>6}  {:<15} TITLE",
+            "{:>5}  {:<8} {:<8} {:<13} {:>9} {:>6}  {:<15} TITLE",
             "ID", "STATE", "KIND", "READER", "BYTES", "CHUNKS", "SYNCED"
         );
         for d in &docs {
@@ -32,7 +32,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 ago(d.synced_at)
             };
             println!(
-                "{:>5}  {:<8} {:<8} {:<11} {:>9} {:>6}  {:<15} {}",
+                "{:>5}  {:<8} {:<8} {:<13} {:>9} {:>6}  {:<15} {}",
                 d.id,
                 d.state,
                 d.kind.as_deref().unwrap_or("-"),
