@@ -220,12 +220,17 @@ fn outline(doc: &Document) -> Vec<(usize, String, usize)> {
     }
 }
 
-/// The outline path in force on `page`: the entries that started on or before it.
+/// The outline path in force on `page`: the entries that started on or before
+/// it, in outline order. An entry that points past `page` is passed over, not
+/// an end: outlines are not always in page order (lopdf reads the Debian
+/// Developer's Reference's "Documentation" entry as page 87 between two on
+/// page 24 and 25), and stopping there labelled chapters 5–9 with chapter
+/// 4's "IRC channels".
 fn heading_path_at(outline: &[(usize, String, usize)], page: usize) -> Vec<String> {
     let mut stack: Vec<(usize, &str)> = Vec::new();
     for (level, title, start) in outline {
         if *start > page {
-            break;
+            continue;
         }
         while stack.last().is_some_and(|(l, _)| l >= level) {
             stack.pop();
@@ -278,6 +283,16 @@ mod tests {
         assert_eq!(heading_path_at(&o, 2), ["Intro"]);
         assert_eq!(heading_path_at(&o, 4), ["Usage", "Flags"]);
         assert!(heading_path_at(&[], 1).is_empty());
+        // An entry out of page order does not hide the ones after it.
+        let o = vec![
+            (1, "Resources".to_string(), 23),
+            (2, "IRC channels".into(), 24),
+            (3, "Documentation".into(), 87),
+            (2, "Debian machines".into(), 25),
+            (1, "Managing Packages".into(), 37),
+        ];
+        assert_eq!(heading_path_at(&o, 26), ["Resources", "Debian machines"]);
+        assert_eq!(heading_path_at(&o, 37), ["Managing Packages"]);
     }
 
     #[test]
