@@ -31,7 +31,6 @@ const BLOCK: &[&str] = &[
     "blockquote",
     "pre",
     "table",
-    "tr",
     "dl",
     "dt",
     "dd",
@@ -194,13 +193,27 @@ fn walk(node: NodeRef<'_, Node>, b: &mut SectionBuilder, first_h1: &mut String) 
                     push_children(&mut stack, child, pre);
                 } else if name == "br" {
                     b.line_break();
+                } else if name == "tr" {
+                    // A table row is one line.
+                    b.line_break();
+                    stack.push(Step::LineBreak);
+                    push_children(&mut stack, child, pre);
                 } else if BLOCK.contains(&name) {
                     b.block_break();
                     stack.push(Step::BlockBreak);
                     push_children(&mut stack, child, pre || name == "pre");
                 } else {
                     if matches!(name, "td" | "th") {
-                        b.push(" ");
+                        // Cells of a row as `a | b`, as every format's tables.
+                        let first = !child.prev_siblings().any(|sib| {
+                            ElementRef::wrap(sib)
+                                .is_some_and(|e| matches!(e.value().name(), "td" | "th"))
+                        });
+                        if first {
+                            b.space();
+                        } else {
+                            b.cell_separator();
+                        }
                     }
                     push_children(&mut stack, child, pre);
                 }
@@ -223,18 +236,15 @@ fn push_text(b: &mut SectionBuilder, t: &str, pre: bool) {
         return;
     }
     let collapsed: String = t.split_whitespace().collect::<Vec<_>>().join(" ");
-    if collapsed.is_empty() {
-        if t.chars().next().is_some_and(char::is_whitespace) {
-            b.push(" ");
-        }
-        return;
-    }
     if t.starts_with(char::is_whitespace) {
-        b.push(" ");
+        b.space();
+    }
+    if collapsed.is_empty() {
+        return;
     }
     b.push(&collapsed);
     if t.ends_with(char::is_whitespace) {
-        b.push(" ");
+        b.space();
     }
 }
 

@@ -686,6 +686,21 @@ impl SectionBuilder {
         self.current.push_str(s);
     }
 
+    /// One space between words: none at the start of a line or after
+    /// another space (markup's whitespace between elements).
+    pub fn space(&mut self) {
+        if !self.current.is_empty() && !self.current.ends_with([' ', '\n']) {
+            self.current.push(' ');
+        }
+    }
+
+    /// ` | ` between two cells of a table row, whatever space came before.
+    pub fn cell_separator(&mut self) {
+        self.current
+            .truncate(self.current.trim_end_matches(' ').len());
+        self.current.push_str(" | ");
+    }
+
     /// Ends the current paragraph-like block.
     pub fn block_break(&mut self) {
         if !self.current.ends_with("\n\n") && !self.current.is_empty() {
