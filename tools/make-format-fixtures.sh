@@ -42,8 +42,11 @@ dpkg-deb -x nodejs-doc_*.deb nodedoc
 zcat nodedoc/usr/share/doc/nodejs/api/intl.md.gz >"$out/intl.md"
 # Footnotes: the Web Crypto page cites one from its tables and a list.
 zcat nodedoc/usr/share/doc/nodejs/api/webcrypto.md.gz >webcrypto.md
-cp nodedoc/usr/share/doc/nodejs-doc/copyright "$out/nodejs-doc-COPYRIGHT" 2>/dev/null ||
-  cp nodedoc/usr/share/doc/nodejs/copyright "$out/nodejs-doc-COPYRIGHT"
+# The pages' stanza of Debian's copyright file and its licence text (Expat).
+copyright=nodedoc/usr/share/doc/nodejs-doc/copyright
+[ -f "$copyright" ] || copyright=nodedoc/usr/share/doc/nodejs/copyright
+awk -v RS= -v ORS='\n\n' '/^Files: \*\n/ || /^License: Expat\n Permission/' "$copyright" \
+  >"$out/nodejs-doc-COPYRIGHT"
 
 # pandoc dates its output from SOURCE_DATE_EPOCH; EPUB identifiers and some
 # archive fields still differ from run to run.
