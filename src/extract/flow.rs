@@ -26,8 +26,8 @@ pub struct Flow {
     noted: usize,
     /// Cells written so far in the open row of each open table.
     cells: Vec<usize>,
-    pub first_heading: Option<String>,
-    pub title: Option<String>,
+    first_heading: Option<String>,
+    title: Option<String>,
 }
 
 impl Flow {

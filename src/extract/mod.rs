@@ -160,10 +160,13 @@ impl Kind {
             .unwrap_or(Kind::Text)
     }
 
-    /// The kind a file's first bytes show, if Carrel reads it: PDF by its
-    /// magic, HTML by its doctype or `<html>`, text when the text decoder
-    /// takes them ([`text::decode`]: no NULs, few control characters).
-    pub fn sniff(head: &[u8]) -> Option<Kind> {
+    /// The kind a file's first [`SNIFF_BYTES`] show, if Carrel reads it:
+    /// PDF by its magic, HTML by its doctype or `<html>`, text when the text
+    /// decoder takes them ([`text::decode`]: no NULs, few control
+    /// characters). Longer input is cut to that head, so a whole file is
+    /// never decoded just to be sniffed.
+    pub fn sniff(bytes: &[u8]) -> Option<Kind> {
+        let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
         if head.starts_with(b"%PDF-") {
             return Some(Kind::Pdf);
         }
@@ -174,6 +177,9 @@ impl Kind {
         (!head.is_empty() && text::decode(head).is_ok()).then_some(Kind::Text)
     }
 }
+
+/// How much of a file [`Kind::sniff`] reads.
+pub const SNIFF_BYTES: usize = 4096;
 
 /// One run of text under one heading path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]

@@ -27,46 +27,40 @@ pub enum Ocr {
 impl Ocr {
     /// Asks `tesseract` for its version and installed languages.
     pub fn probe() -> Ocr {
-        let run = |arg: &str| {
-            Command::new("tesseract")
-                .arg(arg)
-                .stdin(Stdio::null())
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|o| {
-                    // Older builds print to stderr.
-                    let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
-                    s.push_str(&String::from_utf8_lossy(&o.stderr));
-                    s
-                })
-        };
-        let (Some(version), Some(langs)) = (run("--version"), run("--list-langs")) else {
-            return Ocr::Missing;
-        };
-        let languages: Vec<String> = langs
-            .lines()
-            .skip(1)
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && *l != "osd")
-            .map(String::from)
-            .collect();
-        if languages.is_empty() {
-            return Ocr::Missing;
-        }
-        Ocr::Ready {
-            version: version.lines().next().unwrap_or("").trim().to_string(),
-            languages,
+        match (ask_tesseract("--version"), languages()) {
+            (Some(version), Some(languages)) => Ocr::Ready {
+                version: version.lines().next().unwrap_or("").trim().to_string(),
+                languages,
+            },
+            _ => Ocr::Missing,
         }
     }
+}
 
-    /// Tesseract's `-l` argument: every installed language.
-    fn languages_arg(&self) -> Option<String> {
-        match self {
-            Ocr::Ready { languages, .. } => Some(languages.join("+")),
-            Ocr::Missing => None,
-        }
-    }
+/// What `tesseract ARG` prints, if it runs (older builds print to stderr).
+fn ask_tesseract(arg: &str) -> Option<String> {
+    let o = Command::new("tesseract")
+        .arg(arg)
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
+    s.push_str(&String::from_utf8_lossy(&o.stderr));
+    Some(s)
+}
+
+/// The installed languages (the `osd` script detector is not one); `None`
+/// when Tesseract is missing or has none.
+fn languages() -> Option<Vec<String>> {
+    let languages: Vec<String> = ask_tesseract("--list-langs")?
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "osd")
+        .map(String::from)
+        .collect();
+    (!languages.is_empty()).then_some(languages)
 }
 
 /// An image file (PNG, JPEG, TIFF) read by OCR: one section per page (a
@@ -134,8 +128,8 @@ pub fn pdf_page(bytes: &[u8], page: u32) -> Result<String, BrokenReason> {
 
 /// Runs tesseract on an image's bytes: its text, pages split by form feeds.
 fn tesseract(image: &[u8]) -> Result<String, BrokenReason> {
-    let ocr = Ocr::probe();
-    let Some(langs) = ocr.languages_arg() else {
+    // Every installed language (`eng+deu+…`).
+    let Some(langs) = languages().map(|l| l.join("+")) else {
         return Err(BrokenReason::OcrUnavailable(
             "tesseract (tesseract-ocr)".into(),
         ));

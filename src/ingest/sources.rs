@@ -31,10 +31,6 @@ impl Source {
 /// as skipped, with what to do.
 const COMPRESSED: &[&str] = &["gz", "bz2", "xz", "zst", "zip", "tgz", "7z", "rar", "tar"];
 
-/// Bytes a folder scan reads of a file without an extension to decide
-/// whether it is text, PDF or HTML ([`Kind::sniff`]).
-const SNIFF_BYTES: u64 = 4096;
-
 /// Why a folder scan did not take an entry. Every one is listed to the user;
 /// nothing in a folder is passed over in silence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,8 +116,10 @@ fn admit(file_type: std::fs::FileType, path: &Path) -> Result<(), SkipReason> {
         None => {
             use std::io::Read;
             let mut head = Vec::new();
-            match std::fs::File::open(path).and_then(|f| f.take(SNIFF_BYTES).read_to_end(&mut head))
-            {
+            match std::fs::File::open(path).and_then(|f| {
+                f.take(crate::extract::SNIFF_BYTES as u64)
+                    .read_to_end(&mut head)
+            }) {
                 // The pipeline reads it again and lists why it failed.
                 Err(_) => Ok(()),
                 Ok(_) if Kind::sniff(&head).is_some() => Ok(()),
