@@ -35,6 +35,9 @@ pub enum Error {
     #[error("watching failed: {0}")]
     Watch(String),
 
+    #[error("cannot handle Ctrl-C and SIGTERM: {0}")]
+    Signals(String),
+
     #[error("`{0}` does not exist")]
     MissingSource(PathBuf),
 

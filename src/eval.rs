@@ -470,7 +470,7 @@ pub fn run(
             done: n,
             total,
             current: format!("query {}", q.id),
-            failed: 0,
+            ..Progress::default()
         });
         let ranked = tally.rank(&mut lib, n, q, &doc_ids, &bm25)?;
         tally.score(q, ranked, &qrels);

@@ -67,6 +67,8 @@ pub struct SyncReport {
     pub skipped: Vec<Skipped>,
     /// Why the watch itself could not be synced (folder missing, ...).
     pub error: Option<String>,
+    /// Stopped by a cancel before every file was read: nothing was removed.
+    pub cancelled: bool,
 }
 
 /// A watch as the user names it: a folder (made absolute) or an http(s) URL.
@@ -130,6 +132,10 @@ pub fn folder_files(w: &Watch) -> Result<FolderScan> {
         Some(&overrides(folder, &w.include, &w.exclude)?),
     ))
 }
+
+/// A sync stopped by a cancel, as its watch shows it until the next one.
+const CANCELLED: &str =
+    "the sync was cancelled before it finished; nothing was removed, and the next sync goes on";
 
 /// Reconciles one watch with the library; records how it went on the watch.
 pub fn sync(
@@ -218,6 +224,13 @@ fn sync_folder(
     report.added = add.added;
     report.unchanged = add.unchanged;
     report.failed = add.failed;
+    if add.cancelled.is_some() {
+        // Files not read yet may be where a vanished one went: nothing is
+        // removed on a partial read.
+        report.error = Some(CANCELLED.into());
+        report.cancelled = true;
+        return Ok(());
+    }
 
     let present: HashSet<String> = files.iter().map(|p| p.display().to_string()).collect();
     let owned_before: HashSet<i64> = owned.iter().map(|(id, _, _)| *id).collect();
@@ -323,15 +336,26 @@ pub fn add_inputs(
         }
     }
     let mut report = lib.add(&once, progress)?;
-    for w in watches {
+    let cancel = lib.cancel_handle();
+    for (i, w) in watches.iter().enumerate() {
+        if cancel.is_cancelled() {
+            // Folders and URLs not started are not watched either.
+            let not_started = watches.len() - i;
+            report.cancelled = Some(report.cancelled.unwrap_or(0) + not_started);
+            break;
+        }
         let sync = {
             let _held = crate::fault::lock(gate);
-            add(lib, &w, progress)?.sync
+            add(lib, w, progress)?.sync
         };
         report.added += sync.added;
         report.unchanged += sync.unchanged;
         report.skipped.extend(sync.skipped);
         // A URL's error is its one failure; a folder's is not a file's.
+        if sync.cancelled {
+            report.cancelled.get_or_insert(0);
+            continue;
+        }
         match (sync.error, sync.failed.is_empty()) {
             (Some(reason), true) => report.failed.push(Failure {
                 source: w.target.clone(),

@@ -626,3 +626,64 @@ fn read_commands_on_a_folder_without_a_library_fail_and_create_nothing() {
     }
     assert!(!typo.exists(), "nothing was created at the mistyped path");
 }
+
+/// Ctrl-C during `carrel add` stops between documents: the command says how
+/// many it did not reach and exits 1, every document it wrote is whole, and
+/// the same command afterwards finds those unchanged and adds the rest.
+/// Each commit is slowed by a fault point (not a clock race): the signal is
+/// sent once the first document is in the library, and there is time left
+/// for the rest.
+#[test]
+fn ctrl_c_stops_add_between_documents_and_the_same_add_goes_on() {
+    let lib = tempfile::tempdir().unwrap();
+    let docs = fixtures().join("labelled").join("corpus");
+    let total = std::fs::read_dir(&docs).unwrap().count();
+    let child = carrel_process(lib.path())
+        .args(["add", "--jobs", "2"])
+        .arg(&docs)
+        .env("FAILPOINTS", "ingest::after_commit=sleep(400)")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let written = || {
+        carrel::Library::open_existing(carrel::LibraryConfig::new(lib.path().into(), models()))
+            .ok()
+            .and_then(|l| l.list().ok())
+            .map_or(0, |d| d.len())
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while written() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no document was written"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let kept = written();
+    assert!(kept < total, "the run went on to the end: {stdout}");
+    assert!(
+        stdout.contains(&format!("cancelled: {} not reached", total - kept)),
+        "{stdout}"
+    );
+    let lib_now =
+        carrel::Library::open_existing(carrel::LibraryConfig::new(lib.path().into(), models()))
+            .unwrap();
+    for d in lib_now.list().unwrap() {
+        assert!(d.chunks > 0, "{} was written without its chunks", d.title);
+    }
+    drop(lib_now);
+    let again = carrel_process(lib.path())
+        .args(["add", "--json"])
+        .arg(&docs)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(report["unchanged"], kept as u64, "{report}");
+    assert_eq!(report["added"], (total - kept) as u64, "{report}");
+    assert_eq!(report["cancelled"], Value::Null);
+}

@@ -424,3 +424,84 @@ fn stale_vectors_make_the_lanes_say_so_until_the_watcher_reembeds_them() {
     let r = lib.match_query("feeding a sourdough starter", 5).unwrap();
     assert_eq!(r.topic.state(), "unavailable", "{:?}", r.topic.reason());
 }
+
+/// Two embedding workers store exactly what one stores: the same documents,
+/// chunks and cards, each with its own vector (not a neighbour's, as a
+/// mix-up between workers' answers would give).
+#[test]
+fn two_workers_store_what_one_worker_stores() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let corpus = s(fixtures().join("labelled").join("corpus"));
+    let mut stored = Vec::new();
+    for jobs in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = models();
+        cfg.jobs = jobs;
+        let mut lib = Library::open(LibraryConfig::new(dir.path().to_path_buf(), cfg)).unwrap();
+        let report = lib.add(&[corpus.clone()], &mut no_progress()).unwrap();
+        assert!(report.added >= 10, "{report:#?}");
+        assert_eq!(lib.embedding_workers().unwrap().running, jobs);
+        let fp = carrel::models::Fingerprints::of(&models()).unwrap();
+        let seed = carrel::store::synthetic::Seed::read(lib.store(), &fp).unwrap();
+        let titles: Vec<(String, String)> = lib
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|d| (d.source, d.title))
+            .collect();
+        stored.push((titles, seed));
+    }
+    let ((titles1, one), (titles2, two)) = (&stored[0], &stored[1]);
+    assert_eq!(titles1, titles2);
+    assert_eq!(one.chunks.len(), two.chunks.len());
+    assert_eq!(one.cards.len(), two.cards.len());
+    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-5);
+    for ((c1, v1), (c2, v2)) in one.chunks.iter().zip(&two.chunks) {
+        assert_eq!(c1.text, c2.text);
+        assert!(close(v1, v2), "chunk {:?} has another vector", c1.text);
+    }
+    for ((c1, v1), (c2, v2)) in one.cards.iter().zip(&two.cards) {
+        assert_eq!(c1.title, c2.title);
+        assert!(close(v1, v2), "card {:?} has another vector", c1.title);
+    }
+}
+
+/// Workers that would not fit under the memory cap do not start; one always
+/// does, and the report says how many were asked for.
+#[test]
+fn the_memory_cap_starts_fewer_workers_never_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = models();
+    cfg.jobs = 4;
+    cfg.worker_memory_mb = 1;
+    let mut lib = Library::open(LibraryConfig::new(dir.path().to_path_buf(), cfg)).unwrap();
+    let report = lib
+        .add(
+            &[s(fixtures().join("docs/getting-started.txt"))],
+            &mut no_progress(),
+        )
+        .unwrap();
+    assert_eq!(report.added, 1);
+    let w = lib.embedding_workers().unwrap();
+    assert_eq!((w.asked, w.running, w.cap_mb), (4, 1, 1));
+    assert!(
+        w.per_worker_mb > 1.0,
+        "a session's memory was measured: {w:?}"
+    );
+}
+
+/// A cancel stops the run before the next source; what it did not reach is
+/// counted, and a later add reads it.
+#[test]
+fn a_cancelled_add_counts_what_it_did_not_reach_and_the_next_add_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = s(fixtures().join("docs"));
+    let mut lib = open(dir.path());
+    lib.cancel_handle().cancel();
+    let report = lib.add(&[docs.clone()], &mut no_progress()).unwrap();
+    assert_eq!((report.added, report.cancelled), (0, Some(6)));
+    drop(lib);
+    let mut lib = open(dir.path());
+    let report = lib.add(&[docs], &mut no_progress()).unwrap();
+    assert_eq!((report.added, report.cancelled), (6, None));
+}

@@ -879,3 +879,31 @@ fn a_drop_makes_the_folder_a_watch_and_adds_the_file_once() {
         "not kept in sync: no watch"
     );
 }
+
+/// A sync stopped by a cancel removes nothing: a file it did not read yet
+/// may be where a vanished one went. The watch says it was cancelled, and
+/// the next sync finishes the job.
+#[test]
+fn a_cancelled_sync_removes_nothing() {
+    let lib_dir = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let f = folder.path();
+    place(
+        f,
+        &[("composting.md", "a.md"), ("chess-openings.md", "b.md")],
+    );
+    let mut lib = open(lib_dir.path());
+    let (w, first) = watched(&mut lib, f, &[]);
+    assert_eq!(first.added, 2);
+    std::fs::remove_file(f.join("a.md")).unwrap();
+    lib.cancel_handle().cancel();
+    let r = sync(&mut lib, &w);
+    assert!(r.cancelled);
+    assert_eq!(r.removed, 0);
+    assert_eq!(lib.list().unwrap().len(), 2, "nothing removed");
+    assert!(last_error(&lib, w.id).unwrap().contains("cancelled"));
+    drop(lib);
+    let mut lib = open(lib_dir.path());
+    let r = sync(&mut lib, &w);
+    assert_eq!((r.removed, r.cancelled), (1, false));
+}

@@ -72,8 +72,10 @@ pub async fn add_sources(
 ) -> Result<AddReport> {
     let config = state.settings().library_config()?;
     let gate = state.sync_gate();
-    blocking(move || {
-        let mut lib = Library::open(config)?;
+    let lib = Library::open(config)?;
+    state.import_started(lib.cancel_handle());
+    let report = blocking(move || {
+        let mut lib = lib;
         // A closed window is not a failed ingest: keep going.
         let mut progress = |p: &Progress| {
             let _ = on_progress.send(p.clone());
@@ -86,7 +88,18 @@ pub async fn add_sources(
             &mut progress,
         )?)
     })
-    .await
+    .await;
+    state.import_finished();
+    report
+}
+
+/// Stops the running import after the document it is writing: what was
+/// added stays, and adding the same files again goes on from there. False
+/// when no import runs.
+#[tauri::command]
+#[specta::specta]
+pub async fn cancel_import(state: State<'_, AppState>) -> Result<bool> {
+    Ok(state.cancel_import())
 }
 
 /// The watched folders and URLs, with when each last synced and why it
@@ -268,6 +281,8 @@ pub struct AppInfo {
     pub models_dir: String,
     pub answerer: String,
     pub version: String,
+    /// Embedding workers when the setting is empty: every core but one.
+    pub default_jobs: u32,
 }
 
 fn app_info(state: &AppState) -> Result<AppInfo> {
@@ -280,6 +295,7 @@ fn app_info(state: &AppState) -> Result<AppInfo> {
         models_dir: config.models.dir.display().to_string(),
         answerer: Answerer::from_env().name(),
         version: env!("CARGO_PKG_VERSION").to_string(),
+        default_jobs: carrel::models::pool::default_jobs() as u32,
         settings,
     })
 }

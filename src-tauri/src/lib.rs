@@ -36,6 +36,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::read_document,
             commands::remove_document,
             commands::add_sources,
+            commands::cancel_import,
             commands::list_watches,
             commands::remove_watch,
             commands::match_query,
@@ -253,6 +254,7 @@ mod tests {
         let settings = crate::state::Settings {
             library_dir: Some(dir.path().display().to_string()),
             threads: 1,
+            ..crate::state::Settings::default()
         };
         let stop = std::sync::atomic::AtomicBool::new(false);
         let gate = std::sync::Mutex::new(());

@@ -18,11 +18,16 @@ use crate::error::Result;
 
 /// The user's choices, kept in `settings.json` in the data folder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
+#[serde(default)]
 pub struct Settings {
     /// The library folder; none means the default location.
     pub library_dir: Option<String>,
     /// ONNX Runtime intra-op threads for both models.
     pub threads: u32,
+    /// Embedding workers for imports; none means every core but one.
+    pub jobs: Option<u32>,
+    /// Resident memory the embedding workers may take together (MB).
+    pub worker_memory_mb: u32,
 }
 
 impl Default for Settings {
@@ -30,6 +35,8 @@ impl Default for Settings {
         Settings {
             library_dir: None,
             threads: carrel::models::DEFAULT_THREADS as u32,
+            jobs: None,
+            worker_memory_mb: carrel::models::pool::DEFAULT_WORKER_MEMORY_MB as u32,
         }
     }
 }
@@ -103,6 +110,10 @@ impl Settings {
         let (dir, _) = self.library_in_use()?;
         let mut models = ModelConfig::new(ModelConfig::default_dir()?);
         models.threads = self.threads.max(1) as usize;
+        if let Some(jobs) = self.jobs {
+            models.jobs = jobs.max(1) as usize;
+        }
+        models.worker_memory_mb = u64::from(self.worker_memory_mb.max(1));
         Ok(LibraryConfig::new(dir, models))
     }
 }
@@ -162,6 +173,8 @@ pub struct AppState {
     settings_problem: Option<SettingsProblem>,
     /// Held by every watch sync, the watcher's and a new watch's first one.
     sync_gate: Arc<Mutex<()>>,
+    /// The running import's stop request, while one runs.
+    import: Mutex<Option<carrel::ingest::Cancel>>,
     pub started: Instant,
 }
 
@@ -178,6 +191,7 @@ impl AppState {
             watcher: Mutex::new(None),
             settings_problem,
             sync_gate: Arc::default(),
+            import: Mutex::new(None),
             started,
         })
     }
@@ -199,6 +213,27 @@ impl AppState {
         *lock(&self.library) = library;
         *lock(&self.settings) = settings;
         Ok(())
+    }
+
+    /// Keeps the stop request of the import that starts now.
+    pub fn import_started(&self, cancel: carrel::ingest::Cancel) {
+        *lock(&self.import) = Some(cancel);
+    }
+
+    pub fn import_finished(&self) {
+        *lock(&self.import) = None;
+    }
+
+    /// Asks the running import to stop after the document it is writing;
+    /// false when none runs.
+    pub fn cancel_import(&self) -> bool {
+        match lock(&self.import).as_ref() {
+            Some(c) => {
+                c.cancel();
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn sync_gate(&self) -> Arc<Mutex<()>> {
@@ -253,6 +288,7 @@ mod tests {
         let settings = Settings {
             library_dir: Some(dir.path().display().to_string()),
             threads: 1,
+            ..Settings::default()
         };
         let state = AppState::open(settings, None, Instant::now()).unwrap();
         let (first, second) = (
@@ -303,9 +339,18 @@ mod tests {
         let mine = Settings {
             library_dir: Some("/somewhere".into()),
             threads: 3,
+            ..Settings::default()
         };
         std::fs::write(&path, serde_json::to_vec(&mine).unwrap()).unwrap();
         assert_eq!(Settings::load_from(&path), (mine, None));
+        // A file saved before the workers' settings existed keeps its
+        // choices and takes the defaults for the rest.
+        std::fs::write(&path, r#"{"library_dir": "/there", "threads": 2}"#).unwrap();
+        let (older, problem) = Settings::load_from(&path);
+        assert_eq!(problem, None);
+        assert_eq!(older.library_dir.as_deref(), Some("/there"));
+        assert_eq!((older.threads, older.jobs), (2, None));
+        assert_eq!(older.worker_memory_mb, Settings::default().worker_memory_mb);
     }
 
     #[test]
@@ -314,6 +359,7 @@ mod tests {
         let settings = Settings {
             library_dir: Some(dir.path().display().to_string()),
             threads: 1,
+            ..Settings::default()
         };
         let state = AppState::open(settings, None, Instant::now()).unwrap();
         let (old, new) = (

@@ -34,6 +34,31 @@ struct Args {
     /// Only these formats (comma-separated, e.g. `image`); default: all
     #[arg(long, value_delimiter = ',')]
     formats: Vec<String>,
+    /// Documents in the workers' scaling run (taken in turn from html, pdf,
+    /// markdown and text); 0 skips it
+    #[arg(long, default_value_t = 60)]
+    scaling_docs: usize,
+    /// The largest worker count in the scaling run [default: every core]
+    #[arg(long)]
+    max_jobs: Option<usize>,
+}
+
+/// One worker count of the scaling run: the same documents into a fresh
+/// library each time.
+#[derive(Serialize)]
+struct ScalingRow {
+    workers: usize,
+    docs: usize,
+    chunks: u64,
+    ingest_s: f64,
+    docs_per_s: f64,
+    chunks_per_s: f64,
+    /// docs/s ÷ the one-worker docs/s of this run.
+    speedup: f64,
+    /// Texts embedded per second ÷ (workers × raw forward texts/s on one
+    /// thread, over exactly the texts ingest embedded: chunks and cards).
+    efficiency: f64,
+    per_worker_mb: f64,
 }
 
 #[derive(Serialize)]
@@ -84,6 +109,8 @@ struct Figures {
     rescan_s_per_1000_files: f64,
     peak_rss_mb: f64,
     threads: usize,
+    scaling: Vec<ScalingRow>,
+    cores: usize,
 }
 
 /// Each file of a corpus folder, named one by one (as added by hand: a
@@ -135,6 +162,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut sample: Vec<String> = Vec::new();
     let (formats, totals) = bench_formats(&args, &models, &work, &mut raw, &mut sample)?;
     let mut figures = summarise(formats, &sample, &totals, &mut raw, &models)?;
+    if args.scaling_docs > 0 {
+        figures.scaling = bench_scaling(&args, &models, &work, &mut raw)?;
+    }
     if args.formats.is_empty() || args.formats.iter().any(|f| f == "image") {
         figures.ocr = ocr_quality(&args.corpus)?;
     }
@@ -282,7 +312,87 @@ fn summarise(
         rescan_s_per_1000_files: totals.rescan_s / totals.files.max(1) as f64 * 1000.0,
         peak_rss_mb: peak_rss_mb(),
         threads: models.threads,
+        scaling: Vec::new(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
     })
+}
+
+/// The same documents ingested with 1, 2, … workers, each into a fresh
+/// library, against raw forward passes over the texts ingest embedded.
+fn bench_scaling(
+    args: &Args,
+    models: &ModelConfig,
+    work: &Path,
+    raw: &mut OnnxEmbedder,
+) -> Result<Vec<ScalingRow>, Box<dyn std::error::Error>> {
+    let folders: Vec<Vec<carrel::ingest::Source>> = ["html", "pdf", "markdown", "text"]
+        .iter()
+        .map(|f| files_of(&args.corpus.join(f), usize::MAX))
+        .collect();
+    let mut files = Vec::new();
+    for i in 0.. {
+        if files.len() >= args.scaling_docs || folders.iter().all(|f| i >= f.len()) {
+            break;
+        }
+        files.extend(folders.iter().filter_map(|f| f.get(i).cloned()));
+    }
+    files.truncate(args.scaling_docs);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let max_jobs = args.max_jobs.unwrap_or(cores).max(2);
+    let mut rows: Vec<ScalingRow> = Vec::new();
+    let mut raw_rate = 0.0;
+    for workers in 1..=max_jobs {
+        let mut cfg = models.clone();
+        cfg.jobs = workers;
+        let dir = work.join(format!("scaling-{workers}"));
+        let mut lib = Library::open(LibraryConfig::new(dir.clone(), cfg))?;
+        // Load every worker's session before timing: the query embeds one
+        // text, which starts the pool.
+        lib.embed_query("warm up")?;
+        let t = Instant::now();
+        let report = lib.add_sources(&files, Vec::new(), &mut |_| {})?;
+        let ingest_s = t.elapsed().as_secs_f64();
+        let density = lib.density()?;
+        let chunks: u64 = density.iter().map(|d| d.chunks).sum();
+        let mut texts = Vec::new();
+        for d in &density {
+            for c in lib.chunks(d.id)? {
+                texts.push(carrel::ingest::chunk_embed_text(&c.heading_path, &c.text));
+            }
+            if let Some(card) = lib.read(d.id)?.card {
+                texts.push(card.text());
+            }
+        }
+        if workers == 1 {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let t = Instant::now();
+            raw.forward_only(&refs)?;
+            raw_rate = refs.len() as f64 / t.elapsed().as_secs_f64();
+        }
+        let docs_per_s = files.len() as f64 / ingest_s;
+        let base = rows.first().map_or(docs_per_s, |r| r.docs_per_s);
+        eprintln!(
+            "scaling: {workers} worker(s), {} docs ({} added), {ingest_s:.1} s",
+            files.len(),
+            report.added
+        );
+        rows.push(ScalingRow {
+            workers,
+            docs: files.len(),
+            chunks,
+            ingest_s,
+            docs_per_s,
+            chunks_per_s: chunks as f64 / ingest_s,
+            speedup: docs_per_s / base,
+            efficiency: texts.len() as f64 / ingest_s / (workers as f64 * raw_rate),
+            per_worker_mb: lib
+                .embedding_workers()
+                .map_or(f64::NAN, |w| w.per_worker_mb),
+        });
+        drop(lib);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(rows)
 }
 
 /// Seconds to extract every file in this process, then in worker processes.
@@ -428,5 +538,27 @@ fn print_table(f: &Figures) {
             "| OCR character error rate against the text layer ({} pages) | {:.4} |",
             o.pages, o.cer
         );
+    }
+    if !f.scaling.is_empty() {
+        println!();
+        println!(
+            "| workers ({} cores) | docs | chunks | ingest s | docs/s | chunks/s | speed-up | ingest ÷ (workers × raw forward) | MB per worker |",
+            f.cores
+        );
+        println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for r in &f.scaling {
+            println!(
+                "| {} | {} | {} | {:.1} | {:.2} | {:.1} | {:.2}× | {:.2} | {:.0} |",
+                r.workers,
+                r.docs,
+                r.chunks,
+                r.ingest_s,
+                r.docs_per_s,
+                r.chunks_per_s,
+                r.speedup,
+                r.efficiency,
+                r.per_worker_mb
+            );
+        }
     }
 }

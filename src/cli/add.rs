@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, create, print_json, progress_bar, show_progress, skipped_lines};
+use super::{Cli, create, print_json, progress_bar, show_progress, skipped_lines, stop_on_signals};
+use crate::models::PoolSize;
 use crate::{Error, Limits};
 
 /// The arguments of `carrel add`.
@@ -29,9 +30,15 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         ..Limits::default()
     };
     let mut lib = create(cli, limits)?;
+    // Ctrl-C stops between documents and keeps what was written; a second
+    // one ends the process at once.
+    stop_on_signals(&lib.cancel_handle().flag())?;
     let bar = progress_bar();
     let report = lib.add(inputs, &mut |p| show_progress(&bar, p))?;
     bar.finish_and_clear();
+    if let Some(w) = lib.embedding_workers() {
+        eprintln!("{}", workers_line(&w));
+    }
     if *json {
         print_json(&report);
     } else {
@@ -54,10 +61,32 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             report.failed.len(),
             report.skipped.len()
         );
+        if let Some(left) = report.cancelled {
+            println!(
+                "cancelled: {left} not reached; what was added stays, and the same command goes on from there"
+            );
+        }
     }
-    Ok(if report.failed.is_empty() {
+    Ok(if report.failed.is_empty() && report.cancelled.is_none() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// How many embedding workers ran, for stderr: and why fewer than asked.
+fn workers_line(w: &PoolSize) -> String {
+    let each = format!("about {:.0} MB each", w.per_worker_mb);
+    if w.running < w.asked {
+        format!(
+            "embedded on {} of {} workers ({each}; --worker-memory-mb {} admits {})",
+            w.running, w.asked, w.cap_mb, w.running
+        )
+    } else {
+        format!(
+            "embedded on {} worker{} ({each})",
+            w.running,
+            if w.running == 1 { "" } else { "s" }
+        )
+    }
 }

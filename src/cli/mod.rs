@@ -51,9 +51,17 @@ pub struct Cli {
     /// files) [default: Carrel's own, in the models folder]
     #[arg(long, env = "CARREL_RERANKER", global = true)]
     reranker: Option<PathBuf>,
-    /// ONNX intra-op threads for embedding
+    /// ONNX intra-op threads per embedding worker
     #[arg(long, env = "CARREL_THREADS", global = true, default_value_t = crate::models::DEFAULT_THREADS)]
     threads: usize,
+    /// Embedding workers, each its own ONNX session [default: every core but
+    /// one, at least 1]
+    #[arg(long, short = 'j', env = "CARREL_JOBS", global = true)]
+    jobs: Option<usize>,
+    /// Resident memory the embedding workers may take together, in MB; fewer
+    /// workers start when they would not fit
+    #[arg(long, env = "CARREL_WORKER_MEMORY_MB", global = true, default_value_t = crate::models::pool::DEFAULT_WORKER_MEMORY_MB)]
+    worker_memory_mb: u64,
     /// Seconds one file may take to extract before it is listed as broken
     #[arg(long, env = "CARREL_EXTRACT_TIMEOUT", global = true, default_value_t = crate::extract::worker::DEFAULT_TIMEOUT.as_secs())]
     extract_timeout: u64,
@@ -149,6 +157,8 @@ fn models(cli: &Cli) -> Result<ModelConfig, Error> {
         None => ModelConfig::default_dir()?,
     });
     models.threads = cli.threads;
+    models.jobs = cli.jobs.unwrap_or(models.jobs).max(1);
+    models.worker_memory_mb = cli.worker_memory_mb;
     models.reranker = cli.reranker.clone();
     Ok(models)
 }
@@ -158,11 +168,9 @@ fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
     if std::io::stderr().is_terminal() {
         bar.set_style(
-            ProgressStyle::with_template(
-                "[{elapsed_precise}] {bar:30} {pos}/{len}, eta {eta}  {msg}",
-            )
-            .expect("valid template")
-            .progress_chars("█▉ "),
+            ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len}  {msg}")
+                .expect("valid template")
+                .progress_chars("█▉ "),
         );
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
@@ -170,16 +178,38 @@ fn progress_bar() -> ProgressBar {
     bar
 }
 
-/// Ingest progress on the bar: files done of total, failures, current file.
+/// Ingest progress on the bar: files done of total, the rates and time
+/// left the engine measured, failures, and the current file.
 fn show_progress(bar: &ProgressBar, p: &crate::Progress) {
     bar.set_length(p.total as u64);
     bar.set_position(p.done as u64);
     let name = p.current.rsplit('/').next().unwrap_or("");
-    bar.set_message(if p.failed > 0 {
-        format!("{} failed  {name}", p.failed)
-    } else {
-        name.to_string()
-    });
+    let mut msg = String::new();
+    if p.done > 0 {
+        msg.push_str(&format!(
+            "{:.1} docs/s, {:.0} chunks/s",
+            p.docs_per_s, p.chunks_per_s
+        ));
+    }
+    if let Some(eta) = p.eta_s.filter(|_| p.done < p.total) {
+        msg.push_str(&format!(", {} left", duration(eta)));
+    }
+    if p.failed > 0 {
+        msg.push_str(&format!("  {} failed", p.failed));
+    }
+    msg.push_str("  ");
+    msg.push_str(name);
+    bar.set_message(msg.trim_start().to_string());
+}
+
+/// Seconds as people read them: `42 s`, `3 min 5 s`, `1 h 12 min`.
+fn duration(s: f64) -> String {
+    let s = s.round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
 }
 
 /// What a folder scan did not take, for people: each entry while there are
@@ -206,6 +236,17 @@ fn skipped_lines(skipped: &[crate::ingest::Skipped]) -> Vec<String> {
     ));
     lines.extend(by_reason.iter().map(|(r, n)| format!("{n:>14}  {r}")));
     lines
+}
+
+/// The first Ctrl-C (or SIGTERM) sets `flag`, for the command to stop at
+/// its next safe point; a second one ends the process at once (exit 130).
+fn stop_on_signals(flag: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Result<(), Error> {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())
+            .and_then(|_| signal_hook::flag::register(sig, flag.clone()))
+            .map_err(|e| Error::Signals(e.to_string()))?;
+    }
+    Ok(())
 }
 
 fn print_json<T: Serialize>(value: &T) {

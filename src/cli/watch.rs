@@ -136,10 +136,7 @@ fn list(cli: &Cli, json: bool) -> Result<ExitCode, Error> {
 /// `carrel watch run`: syncs every watch until SIGINT or SIGTERM.
 fn run(cli: &Cli) -> Result<ExitCode, Error> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())
-            .map_err(|e| Error::Watch(format!("cannot handle signals: {e}")))?;
-    }
+    super::stop_on_signals(&stop)?;
     let mut lib = open(cli)?;
     if lib.watches()?.is_empty() {
         eprintln!(

@@ -6,8 +6,10 @@
 mod fetch;
 mod sources;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -20,7 +22,7 @@ use crate::chunk::{self, ChunkSpan, Mode};
 use crate::error::Result;
 use crate::extract::worker::Isolation;
 use crate::extract::{self, BrokenReason, Extracted, Kind};
-use crate::models::{Embedder, Fingerprints, hex};
+use crate::models::{Embedder, Fingerprints, Ticket, hex};
 use crate::store::{DocumentState, NewChunk, NewDocument, Store, Validators};
 
 /// Files over this size are refused unread (a listed `too_large` reason).
@@ -32,8 +34,31 @@ pub const MAX_FILE_BYTES: u64 = 40_000_000;
 /// `truncated_at_chunk`. 5,000 × 600 chars is about 3 MB of text.
 pub const MAX_CHUNKS_PER_DOCUMENT: usize = 5_000;
 
-/// Prepared texts that trigger an embed-and-write flush.
-const FLUSH_TEXTS: usize = 256;
+/// Texts handed to the embedder and not yet written, at most: the reader
+/// runs this far ahead of the writer, then waits. Bounds memory, and what a
+/// cancel throws away (about 1,000 forward passes is 30 s on one core).
+const IN_FLIGHT_TEXTS: usize = 1024;
+
+/// A request to stop an ingest: set from another thread (Ctrl-C, the app's
+/// Cancel button), read by the pipeline between documents. Every document
+/// already written stays, and a rerun of the same add reads only the rest.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// The flag itself, for a signal handler to set.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -95,12 +120,61 @@ pub fn chunk_embed_text(heading_path: &[String], text: &str) -> String {
     }
 }
 
+/// Where an ingest is: sources settled of all, the one being read, and the
+/// rates so far, from which the time left is estimated.
 #[derive(Debug, Clone, Default, Serialize, specta::Type)]
 pub struct Progress {
+    /// Sources settled (written, unchanged or listed as failed).
     pub done: usize,
     pub total: usize,
+    /// The source being read.
     pub current: String,
     pub failed: usize,
+    /// Chunks embedded and written in this run.
+    pub chunks: usize,
+    pub elapsed_s: f64,
+    pub docs_per_s: f64,
+    pub chunks_per_s: f64,
+    /// Seconds left at the rate so far; none until a document was written.
+    pub eta_s: Option<f64>,
+}
+
+/// The one owner of a run's [`Progress`]: counts, rates and the estimate.
+struct Meter {
+    started: Instant,
+    p: Progress,
+}
+
+impl Meter {
+    fn start(total: usize, failed: usize) -> Meter {
+        Meter {
+            started: Instant::now(),
+            p: Progress {
+                total,
+                failed,
+                ..Progress::default()
+            },
+        }
+    }
+
+    /// One source settled, with the chunks it wrote.
+    fn settled(&mut self, chunks: usize, failed: usize) {
+        self.p.done += 1;
+        self.p.chunks += chunks;
+        self.p.failed = failed;
+    }
+
+    fn now(&mut self) -> &Progress {
+        let p = &mut self.p;
+        p.elapsed_s = self.started.elapsed().as_secs_f64();
+        if p.elapsed_s > 0.0 {
+            p.docs_per_s = p.done as f64 / p.elapsed_s;
+            p.chunks_per_s = p.chunks as f64 / p.elapsed_s;
+        }
+        p.eta_s = (p.done > 0 && p.docs_per_s > 0.0)
+            .then(|| p.total.saturating_sub(p.done) as f64 / p.docs_per_s);
+        p
+    }
 }
 
 #[derive(Debug, Clone, Serialize, specta::Type)]
@@ -126,6 +200,9 @@ pub struct AddReport {
     /// What the folders' scans did not take, with why.
     pub skipped: Vec<Skipped>,
     pub documents: Vec<AddedDocument>,
+    /// Sources not reached because the run was cancelled: adding the same
+    /// inputs again reads only these (and what changed).
+    pub cancelled: Option<usize>,
 }
 
 /// A source's name (its file name, or a URL's last segment) and what is
@@ -243,7 +320,26 @@ impl NewContent {
     }
 }
 
+/// A source read and planned, waiting for its vectors to be written.
+struct InFlight {
+    prepared: Prepared,
+    ticket: Option<Ticket>,
+    texts: usize,
+}
+
+impl InFlight {
+    fn ready(&self) -> bool {
+        self.ticket.as_ref().is_none_or(Ticket::is_ready)
+    }
+}
+
 /// Runs the pipeline over files already expanded from the user's inputs.
+///
+/// One thread reads and extracts sources, in order, and hands each new
+/// content's texts to the embedder, which works on them in the background
+/// ([`crate::models::EmbedPool`]). Documents are written in source order,
+/// each in its own transaction, by this one writer, as their vectors come
+/// back; the reader runs at most [`IN_FLIGHT_TEXTS`] ahead.
 pub struct Pipeline<'a> {
     pub store: &'a mut Store,
     pub embedder: &'a mut dyn Embedder,
@@ -254,6 +350,8 @@ pub struct Pipeline<'a> {
     pub watch: Option<i64>,
     /// Where URL hosts are looked up.
     pub resolver: Arc<dyn HostResolver>,
+    /// Checked between sources.
+    pub cancel: Cancel,
 }
 
 impl Pipeline<'_> {
@@ -263,42 +361,64 @@ impl Pipeline<'_> {
         report: &mut AddReport,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
-        let mut p = Progress {
-            total: sources.len(),
-            failed: report.failed.len(),
-            ..Progress::default()
-        };
-        let mut batch: Vec<Prepared> = Vec::new();
+        let mut meter = Meter::start(sources.len(), report.failed.len());
+        let mut queue: VecDeque<InFlight> = VecDeque::new();
         let mut pending_hashes: HashMap<String, usize> = HashMap::new();
-        let mut pending_texts = 0;
+        let mut in_flight = 0;
         for source in sources {
-            p.current = source.key();
-            progress(&p);
-            let key = p.current.clone();
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let key = source.key();
+            meter.p.current = key.clone();
+            progress(meter.now());
             let prepared = self.prepare(source, &mut pending_hashes, &mut |page, pages| {
-                p.current = format!("{key} (OCR, page {page} of {pages})");
-                progress(&p);
+                meter.p.current = format!("{key} (OCR, page {page} of {pages})");
+                progress(meter.now());
             })?;
-            if let Prepared::Indexed(_, Body::New(c)) = &prepared {
-                pending_texts += c.chunks.len() + 1;
+            let (ticket, texts) = match &prepared {
+                Prepared::Indexed(_, Body::New(c)) => {
+                    let texts = c.texts();
+                    let n = texts.len();
+                    (Some(self.embedder.submit(texts)), n)
+                }
+                _ => (None, 0),
+            };
+            in_flight += texts;
+            queue.push_back(InFlight {
+                prepared,
+                ticket,
+                texts,
+            });
+            // Write what is ready, in order; wait while too much is out.
+            while let Some(front) = queue.front() {
+                if self.cancel.is_cancelled() || (in_flight <= IN_FLIGHT_TEXTS && !front.ready()) {
+                    break;
+                }
+                let next = queue.pop_front().expect("front exists");
+                in_flight -= next.texts;
+                if !self.settle(next, report, &mut pending_hashes, &mut meter)? {
+                    break;
+                }
+                progress(meter.now());
             }
-            batch.push(prepared);
-            if pending_texts >= FLUSH_TEXTS {
-                self.flush(std::mem::take(&mut batch), report)?;
-                pending_hashes.clear();
-                pending_texts = 0;
-            }
-            p.done += 1;
-            p.failed = report.failed.len()
-                + batch
-                    .iter()
-                    .filter(|b| matches!(b, Prepared::Broken(..)))
-                    .count();
         }
-        self.flush(batch, report)?;
-        p.current.clear();
-        p.failed = report.failed.len();
-        progress(&p);
+        // The rest, unless cancelled: then nothing more is written (a cancel
+        // stops after the document being written), and the tickets dropped
+        // here take their texts out of the workers' queue.
+        while let Some(next) = queue.pop_front() {
+            if self.cancel.is_cancelled()
+                || !self.settle(next, report, &mut pending_hashes, &mut meter)?
+            {
+                break;
+            }
+            progress(meter.now());
+        }
+        if self.cancel.is_cancelled() {
+            report.cancelled = Some(meter.p.total - meter.p.done);
+        }
+        meter.p.current.clear();
+        progress(meter.now());
         Ok(())
     }
 
@@ -457,76 +577,77 @@ impl Pipeline<'_> {
         }
     }
 
-    /// Embeds every new content of the batch in one call, then writes each
-    /// document in its own transaction.
-    fn flush(&mut self, batch: Vec<Prepared>, report: &mut AddReport) -> Result<()> {
-        let texts: Vec<String> = batch
-            .iter()
-            .filter_map(|b| match b {
-                Prepared::Indexed(_, Body::New(c)) => Some(c.texts()),
-                _ => None,
-            })
-            .flatten()
-            .collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let mut vectors = if refs.is_empty() {
-            Vec::new().into_iter()
-        } else {
-            self.embedder.embed(&refs)?.into_iter()
-        };
-        for prepared in batch {
-            match prepared {
-                Prepared::Unchanged { id } => {
-                    self.store.touch(id)?;
+    /// Writes one source as it settled, in its own transaction, waiting for
+    /// its vectors if it has new content. False when a cancel came while it
+    /// waited: nothing of it is written.
+    fn settle(
+        &mut self,
+        next: InFlight,
+        report: &mut AddReport,
+        pending: &mut HashMap<String, usize>,
+        meter: &mut Meter,
+    ) -> Result<bool> {
+        let mut chunks_written = 0;
+        match next.prepared {
+            Prepared::Unchanged { id } => {
+                self.store.touch(id)?;
+                report.unchanged += 1;
+            }
+            Prepared::Broken(meta, reason) => {
+                self.write(&meta, DocumentState::Broken(&reason), None, &[], None)?;
+                report.failed.push(Failure {
+                    source: meta.source,
+                    reason: reason.to_string(),
+                });
+            }
+            Prepared::Indexed(meta, Body::Known { hash, chunks }) => {
+                let content_id = self.store.content_by_hash(&hash)?.ok_or_else(|| {
+                    crate::Error::Corrupt(format!("content {hash} vanished mid-batch"))
+                })?;
+                let (id, unchanged) = self.write(
+                    &meta,
+                    DocumentState::Indexed { content_id },
+                    None,
+                    &[],
+                    None,
+                )?;
+                if unchanged {
                     report.unchanged += 1;
-                }
-                Prepared::Broken(meta, reason) => {
-                    self.write(&meta, DocumentState::Broken(&reason), None, &[], None)?;
-                    report.failed.push(Failure {
-                        source: meta.source,
-                        reason: reason.to_string(),
+                } else {
+                    report.added += 1;
+                    report.documents.push(AddedDocument {
+                        id,
+                        title: meta.title,
+                        chunks,
+                        warnings: Vec::new(),
                     });
                 }
-                Prepared::Indexed(meta, Body::Known { hash, chunks }) => {
-                    let content_id = self.store.content_by_hash(&hash)?.ok_or_else(|| {
-                        crate::Error::Corrupt(format!("content {hash} vanished mid-batch"))
-                    })?;
-                    let (id, unchanged) = self.write(
-                        &meta,
-                        DocumentState::Indexed { content_id },
-                        None,
-                        &[],
-                        None,
-                    )?;
-                    if unchanged {
-                        report.unchanged += 1;
-                    } else {
-                        report.added += 1;
-                        report.documents.push(AddedDocument {
-                            id,
-                            title: meta.title,
-                            chunks,
-                            warnings: Vec::new(),
-                        });
-                    }
-                }
-                Prepared::Indexed(meta, Body::New(content)) => {
-                    let n = content.chunks.len();
-                    let chunk_vecs: Vec<Vec<f32>> = vectors.by_ref().take(n).collect();
-                    let card_vec = vectors.next();
-                    let (id, unchanged) = self.write(
-                        &meta,
-                        DocumentState::Indexed { content_id: 0 },
-                        Some(&content),
-                        &chunk_vecs,
-                        card_vec.as_deref(),
-                    )?;
-                    if unchanged {
-                        // Another writer (the watcher, a second `carrel add`)
-                        // stored this very file since it was read.
-                        report.unchanged += 1;
-                        continue;
-                    }
+            }
+            Prepared::Indexed(meta, Body::New(content)) => {
+                let cancel = &self.cancel;
+                let mut vectors = match next.ticket {
+                    Some(t) => match t.wait_unless(&|| cancel.is_cancelled()) {
+                        Some(v) => v?,
+                        None => return Ok(false),
+                    },
+                    None => Vec::new(),
+                };
+                let n = content.chunks.len();
+                let card_vec = (vectors.len() == n + 1).then(|| vectors.pop()).flatten();
+                let (id, unchanged) = self.write(
+                    &meta,
+                    DocumentState::Indexed { content_id: 0 },
+                    Some(&content),
+                    &vectors,
+                    card_vec.as_deref(),
+                )?;
+                pending.remove(&content.hash);
+                if unchanged {
+                    // Another writer (the watcher, a second `carrel add`)
+                    // stored this very file since it was read.
+                    report.unchanged += 1;
+                } else {
+                    chunks_written = n;
                     report.added += 1;
                     report.documents.push(AddedDocument {
                         id,
@@ -537,7 +658,8 @@ impl Pipeline<'_> {
                 }
             }
         }
-        Ok(())
+        meter.settled(chunks_written, report.failed.len());
+        Ok(true)
     }
 
     /// One document, one transaction: its new content (if any), its row, and
@@ -636,19 +758,20 @@ pub fn refresh_stale(
     embedder: &mut dyn Embedder,
     fp: &Fingerprints,
     limits: &Limits,
+    cancel: &Cancel,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<usize> {
     let stale = store.stale_contents(&fp.chunk, &fp.card)?;
     if stale.is_empty() {
         return Ok(0); // nothing to do, and the model is never loaded
     }
-    let mut p = Progress {
-        total: stale.len(),
-        current: "re-embedding".into(),
-        ..Progress::default()
-    };
+    let mut meter = Meter::start(stale.len(), 0);
+    meter.p.current = "re-embedding".into();
     for s in &stale {
-        progress(&p);
+        if cancel.is_cancelled() {
+            break;
+        }
+        progress(meter.now());
         let hash = store.content_hash(s.id)?;
         let content = NewContent::build(hash, s.extracted.clone(), limits);
         let texts = content.texts();
@@ -670,10 +793,11 @@ pub fn refresh_stale(
             Store::write_card(&tx, s.id, &content.card, &v, &fp.card)?;
         }
         tx.commit()?;
-        p.done += 1;
+        meter.settled(content.chunks.len(), 0);
     }
-    progress(&p);
-    Ok(stale.len())
+    meter.p.current.clear();
+    progress(meter.now());
+    Ok(meter.p.done)
 }
 
 #[cfg(test)]

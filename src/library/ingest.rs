@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::Library;
 use super::documents::ReEmbedding;
-use super::{Library, lazy_embedder};
 use crate::chunk::{self, Mode};
 use crate::error::{Error, Result};
 use crate::extract::{self, Kind};
@@ -89,16 +89,16 @@ impl Library {
             ..AddReport::default()
         };
         let limits = self.config.limits;
-        // The embedder is only called for new content; the lazy wrapper keeps
-        // an all-unchanged re-scan from loading the model at all.
-        let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
+        // The embedder is only called for new content, and loads its
+        // sessions then: an all-unchanged re-scan never loads the model.
         let mut pipeline = ingest::Pipeline {
             store: &mut self.store,
-            embedder,
+            embedder: &mut self.embedder,
             fingerprints: &fingerprints,
             limits,
             watch,
             resolver: self.config.resolver.clone(),
+            cancel: self.cancel.clone(),
         };
         pipeline.run(sources, &mut report, progress)?;
         Ok(report)
@@ -110,8 +110,14 @@ impl Library {
         let limits = self.config.limits;
         self.cache = lanes::Cache::default();
         let _marked = ReEmbedding::start(&self.config.dir);
-        let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
-        ingest::refresh_stale(&mut self.store, embedder, &fp, &limits, progress)
+        ingest::refresh_stale(
+            &mut self.store,
+            &mut self.embedder,
+            &fp,
+            &limits,
+            &self.cancel,
+            progress,
+        )
     }
 }
 

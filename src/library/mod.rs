@@ -26,9 +26,9 @@ pub use documents::{DocState, DocumentText, Listed, Shown};
 pub use ingest::{Probe, probe};
 
 use crate::error::{Error, Result};
-use crate::ingest::Limits;
+use crate::ingest::{Cancel, Limits};
 use crate::lanes;
-use crate::models::{Embedder, ModelConfig, OnnxEmbedder, Reranker};
+use crate::models::{EmbedPool, ModelConfig, PoolSize, Reranker};
 use crate::paths::DATABASE_FILE;
 use crate::store::Store;
 use retrieval::RerankerSlot;
@@ -61,14 +61,15 @@ impl LibraryConfig {
     }
 }
 
-/// An open library. The embedding model is loaded on first need, so listing,
-/// reading and re-scanning unchanged files never load it.
+/// An open library. The embedding workers load the model on first need, so
+/// listing, reading and re-scanning unchanged files never load it.
 pub struct Library {
     store: Store,
     config: LibraryConfig,
-    embedder: Option<Box<dyn Embedder>>,
+    embedder: EmbedPool,
     reranker: RerankerSlot,
     cache: lanes::Cache,
+    cancel: Cancel,
 }
 
 impl Library {
@@ -77,10 +78,11 @@ impl Library {
         let store = Store::open(&config.dir.join(DATABASE_FILE))?;
         Ok(Library {
             store,
+            embedder: EmbedPool::new(config.models.clone()),
             config,
-            embedder: None,
             reranker: RerankerSlot::Unloaded,
             cache: lanes::Cache::default(),
+            cancel: Cancel::default(),
         })
     }
 
@@ -111,33 +113,17 @@ impl Library {
     pub fn store(&self) -> &Store {
         &self.store
     }
-}
 
-fn lazy_embedder<'a>(
-    slot: &'a mut Option<Box<dyn Embedder>>,
-    config: &ModelConfig,
-) -> &'a mut dyn Embedder {
-    slot.get_or_insert_with(|| {
-        Box::new(LazyEmbedder {
-            config: config.clone(),
-            loaded: None,
-        })
-    })
-    .as_mut()
-}
+    /// Stops this library's ingest between two documents, from any thread:
+    /// what was written stays, and adding the same inputs again goes on. A
+    /// cancel is for good: every later add on this `Library` returns at
+    /// once, so the CLI and the app open one per import.
+    pub fn cancel_handle(&self) -> Cancel {
+        self.cancel.clone()
+    }
 
-/// Loads the ONNX embedder on its first call, so runs that embed nothing
-/// never pay for (or depend on) loading the model.
-struct LazyEmbedder {
-    config: ModelConfig,
-    loaded: Option<OnnxEmbedder>,
-}
-
-impl Embedder for LazyEmbedder {
-    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        if self.loaded.is_none() {
-            self.loaded = Some(OnnxEmbedder::load(&self.config)?);
-        }
-        self.loaded.as_mut().expect("loaded above").embed(texts)
+    /// The embedding workers running, once something was embedded.
+    pub fn embedding_workers(&self) -> Option<PoolSize> {
+        self.embedder.size()
     }
 }

@@ -1,7 +1,7 @@
 //! Both lanes for a query, side by side, never merged: the query vector
 //! and cross-encoder caches, the lanes' coverage, and the retrieval log.
 
-use super::{Library, lazy_embedder};
+use super::Library;
 use crate::error::{Error, Result};
 use crate::lanes::{self, Explain, MatchResponse};
 use crate::models::{Fingerprints, ModelConfig, OnnxReranker, Reranker};
@@ -142,9 +142,7 @@ impl Library {
         if let Some(v) = self.cache.query_vectors.get(&key) {
             return Ok(v.clone());
         }
-        let embedder = lazy_embedder(&mut self.embedder, &self.config.models);
-        let v = embedder
-            .embed(&[query])?
+        let v = crate::models::Embedder::embed(&mut self.embedder, &[query])?
             .pop()
             .ok_or_else(|| Error::Embedding("no vector came back for the query".into()))?;
         self.cache.query_vectors.insert(key, v.clone());

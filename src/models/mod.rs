@@ -7,6 +7,7 @@
 //! with another fingerprint are stale and get re-embedded.
 
 pub mod onnx;
+pub mod pool;
 pub mod rerank;
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 
 pub use onnx::OnnxEmbedder;
+pub use pool::{EmbedPool, PoolSize, Ticket};
 pub use rerank::{OnnxReranker, Reranker};
 
 /// Dimension of every stored vector (all-MiniLM-L6-v2). The vec0 tables are
@@ -27,6 +29,13 @@ pub const EMBED_DIM: usize = 384;
 /// Turns texts into unit vectors of [`EMBED_DIM`] floats.
 pub trait Embedder: Send {
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+
+    /// Starts embedding `texts` and returns at once where the embedder can
+    /// work in the background ([`EmbedPool`]); else embeds them now.
+    fn submit(&mut self, texts: Vec<String>) -> Ticket {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        Ticket::ready(self.embed(&refs))
+    }
 }
 
 /// The embedder Carrel ships: all-MiniLM-L6-v2, int8 ONNX.
@@ -62,6 +71,10 @@ pub struct ModelConfig {
     /// A cross-encoder folder to use instead of the shipped one, e.g. a
     /// downloaded ms-marco-MiniLM-L-6-v2 or bge-reranker-base.
     pub reranker: Option<PathBuf>,
+    /// Embedding workers, each its own session ([`pool`]).
+    pub jobs: usize,
+    /// Resident memory all embedding workers may take together (MB).
+    pub worker_memory_mb: u64,
 }
 
 impl ModelConfig {
@@ -72,6 +85,8 @@ impl ModelConfig {
             max_length: DEFAULT_MAX_LENGTH,
             batch_size: DEFAULT_BATCH,
             reranker: None,
+            jobs: pool::default_jobs(),
+            worker_memory_mb: pool::DEFAULT_WORKER_MEMORY_MB,
         }
     }
 

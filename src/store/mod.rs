@@ -7,6 +7,7 @@ mod chat;
 mod contents;
 mod documents;
 mod schema;
+pub mod synthetic;
 mod watches;
 
 use std::path::{Path, PathBuf};

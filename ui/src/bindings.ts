@@ -19,6 +19,12 @@ export const commands = {
 	 */
 	addSources: (inputs: string[], keepInSync: boolean, onProgress: Channel<Progress>) => typedError<AddReport, AppError>(__TAURI_INVOKE("add_sources", { inputs, keepInSync, onProgress })),
 	/**
+	 *  Stops the running import after the document it is writing: what was
+	 *  added stays, and adding the same files again goes on from there. False
+	 *  when no import runs.
+	 */
+	cancelImport: () => typedError<boolean, AppError>(__TAURI_INVOKE("cancel_import")),
+	/**
 	 *  The watched folders and URLs, with when each last synced and why it
 	 *  failed, if it did.
 	 */
@@ -76,6 +82,11 @@ export type AddReport = {
 	/**  What the folders' scans did not take, with why. */
 	skipped: Skipped[],
 	documents: AddedDocument[],
+	/**
+	 *  Sources not reached because the run was cancelled: adding the same
+	 *  inputs again reads only these (and what changed).
+	 */
+	cancelled: number | null,
 };
 
 export type AddedDocument = {
@@ -110,6 +121,8 @@ export type AppInfo = {
 	models_dir: string,
 	answerer: string,
 	version: string,
+	/**  Embedding workers when the setting is empty: every core but one. */
+	default_jobs: number,
 };
 
 export type Candidate = {
@@ -469,11 +482,24 @@ export type Passage = {
 	whole_document: boolean,
 };
 
+/**
+ *  Where an ingest is: sources settled of all, the one being read, and the
+ *  rates so far, from which the time left is estimated.
+ */
 export type Progress = {
+	/**  Sources settled (written, unchanged or listed as failed). */
 	done: number,
 	total: number,
+	/**  The source being read. */
 	current: string,
 	failed: number,
+	/**  Chunks embedded and written in this run. */
+	chunks: number,
+	elapsed_s: number | null,
+	docs_per_s: number | null,
+	chunks_per_s: number | null,
+	/**  Seconds left at the rate so far; none until a document was written. */
+	eta_s: number | null,
 };
 
 export type Reply = { kind: "answer"; answer: Answer } | 
@@ -504,9 +530,13 @@ export type Section = {
 /**  The user's choices, kept in `settings.json` in the data folder. */
 export type Settings = {
 	/**  The library folder; none means the default location. */
-	library_dir: string | null,
+	library_dir?: string | null,
 	/**  ONNX Runtime intra-op threads for both models. */
-	threads: number,
+	threads?: number,
+	/**  Embedding workers for imports; none means every core but one. */
+	jobs?: number | null,
+	/**  Resident memory the embedding workers may take together (MB). */
+	worker_memory_mb?: number,
 };
 
 /**

@@ -39,6 +39,8 @@ class AppState {
   /** Whether added folders and URLs become watches; remembered. */
   keepInSync = $state(localStorage.getItem(KEEP_IN_SYNC) !== "false");
   progress = $state<Progress | null>(null);
+  /** A cancel was asked for and the import has not stopped yet. */
+  cancelling = $state(false);
   report = $state<AddReport | null>(null);
   ingestError = $state<string | null>(null);
   busy = $state(false);
@@ -132,7 +134,18 @@ class AppState {
     this.busy = true;
     this.report = null;
     this.ingestError = null;
-    this.progress = { done: 0, total: 0, current: clean.join(", "), failed: 0 };
+    this.cancelling = false;
+    this.progress = {
+      done: 0,
+      total: 0,
+      current: clean.join(", "),
+      failed: 0,
+      chunks: 0,
+      elapsed_s: 0,
+      docs_per_s: 0,
+      chunks_per_s: 0,
+      eta_s: null,
+    };
     const channel = new Channel<Progress>();
     // The list follows the job (documents as they land, "re-embedding"
     // while stale vectors are replaced), read at most once a second.
@@ -150,8 +163,21 @@ class AppState {
       this.ingestError = errorText(e);
     } finally {
       this.busy = false;
+      this.cancelling = false;
       this.progress = null;
       await this.reload();
+    }
+  }
+
+  /** Stops the running import after the document it is writing. */
+  async cancelImport() {
+    if (!this.busy || this.cancelling) return;
+    this.cancelling = true;
+    try {
+      await call(commands.cancelImport());
+    } catch (e) {
+      this.cancelling = false;
+      this.ingestError = errorText(e);
     }
   }
 }

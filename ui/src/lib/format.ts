@@ -21,6 +21,14 @@ export function ago(unixSeconds: number, now = Date.now() / 1000): string {
   return `${Math.floor(s / 86400)} d ago`;
 }
 
+/** Seconds as people read them: "42 s", "3 min 5 s", "1 h 12 min". */
+export function duration(seconds: number): string {
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
 export function fileName(source: string): string {
   const parts = source.split(/[\\/]/);
   return parts[parts.length - 1] || source;

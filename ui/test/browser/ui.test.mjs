@@ -147,6 +147,35 @@ test("ingest shows live progress, then failures by name and reason", async () =>
   await page.close();
 });
 
+test("an import shows its rate and time left, and Cancel stops it with what was added kept", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    add_sources: async (args) => {
+      const ch = args.onProgress;
+      for (let i = 0; i < 100 && !window.__cancelled; i++) {
+        ch.onmessage({ done: i, total: 100, current: `/in/file${i}.md`, failed: 0, chunks: 12 * i,
+          elapsed_s: i / 2, docs_per_s: 2, chunks_per_s: 24, eta_s: (100 - i) / 2 });
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return { added: 7, unchanged: 0, failed: [], skipped: [], documents: [], cancelled: 93 };
+    },
+    cancel_import: () => { window.__cancelled = true; return true; },
+  });
+  await page.getByTestId("source-input").fill("/in");
+  await page.getByTestId("source-input").press("Enter");
+  const rate = page.getByTestId("ingest-rate");
+  await rate.waitFor();
+  await page.waitForFunction(() => /2\.0 docs\/s, 24 chunks\/s, about \d+ s left/.test(document.querySelector('[data-testid="ingest-rate"]')?.textContent ?? ""));
+  await page.getByTestId("ingest-cancel").click();
+  const cancelled = page.getByTestId("ingest-cancelled");
+  await cancelled.waitFor();
+  assert.match(await cancelled.innerText(), /Cancelled: 93 not reached\. What was added stays/);
+  assert.equal(await page.getByTestId("ingest-progress").count(), 0, "the bar goes away when the job stops");
+  assert.ok(await page.evaluate(() => window.__CALLS__.some(([c]) => c === "cancel_import")));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("kept-in-sync sources: the toggle reaches add_sources and is remembered; a failing watch says why; stop syncing", async () => {
   const { page } = await open(browser, url, {
     ...library,
@@ -487,8 +516,8 @@ test("a settings file that could not be read is shown with the parser's words an
       kept_at: "/home/ana/.local/share/app.carrel/settings.json.bad",
     }),
     get_settings: () => ({
-      settings: { library_dir: null, threads: 1 }, library_dir: "/home/ana/.local/share/app.carrel/library",
-      library_from_env: false, models_dir: "/m", answerer: "extractive", version: "0.1.0",
+      settings: { library_dir: null, threads: 1, jobs: null, worker_memory_mb: 2048 }, library_dir: "/home/ana/.local/share/app.carrel/library",
+      library_from_env: false, models_dir: "/m", answerer: "extractive", version: "0.1.0", default_jobs: 1,
     }),
   });
   const banner = page.getByTestId("settings-problem");

@@ -1,0 +1,185 @@
+//! `carrel-scale`: how the lanes behave as a library grows. Builds (or
+//! reuses) a synthetic library of N chunks from a real one (see
+//! `carrel::store::synthetic` for how the vectors are made), then asks real
+//! queries through `Library::match_query`, as the match panel does, and
+//! reports each lane's latency, the peak memory while asking, and the size of
+//! the database file. Not a test: `make bench-scale` runs it per size.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+use serde::Serialize;
+
+use carrel::models::{Fingerprints, ModelConfig};
+use carrel::paths::DATABASE_FILE;
+use carrel::store::Store;
+use carrel::store::synthetic::{self, Seed};
+use carrel::{Library, LibraryConfig};
+
+#[derive(Parser)]
+struct Args {
+    /// A library to take real chunks and cards from, e.g. one kept by
+    /// `carrel eval --keep-library DIR` on Cranfield
+    seed: PathBuf,
+    /// The queries to ask (BEIR `queries.jsonl`)
+    queries: PathBuf,
+    /// Chunks in the synthetic library
+    #[arg(long)]
+    chunks: usize,
+    /// Chunks per synthetic document (each document has one card)
+    #[arg(long, default_value_t = 10)]
+    per_doc: usize,
+    /// Noise on every copied vector (per dimension, before normalising)
+    #[arg(long, default_value_t = 0.05)]
+    sigma: f32,
+    /// Queries asked (the first is a warm-up and not counted)
+    #[arg(long, default_value_t = 101)]
+    asks: usize,
+    /// Where the synthetic library is built; kept, and reused by a later run
+    /// asking for the same size
+    #[arg(long)]
+    work: PathBuf,
+    #[arg(long, env = "CARREL_MODELS")]
+    models: PathBuf,
+    /// Also append the figures here as one JSON line
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct Figures {
+    chunks: usize,
+    cards: usize,
+    build_s: Option<f64>,
+    db_mb: f64,
+    queries: usize,
+    topic_p50_ms: f64,
+    topic_p95_ms: f64,
+    subject_p50_ms: f64,
+    subject_p95_ms: f64,
+    /// Peak resident memory while asking (the build is not counted).
+    peak_rss_mb: f64,
+}
+
+#[derive(serde::Deserialize)]
+struct Query {
+    text: String,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let models = ModelConfig::new(args.models.clone());
+    let fp = Fingerprints::of(&models)?;
+    let dir = args.work.join(format!("{}-chunks", args.chunks));
+    std::fs::create_dir_all(&dir)?;
+    let marker = synthetic::describe(args.chunks, args.per_doc, args.sigma);
+    let built = synthetic::built(&Store::open(&dir.join(DATABASE_FILE))?)?.as_deref()
+        == Some(marker.as_str());
+    let mut build_s = None;
+    if !built {
+        std::fs::remove_dir_all(&dir)?;
+        std::fs::create_dir_all(&dir)?;
+        let seed = Seed::read(&Store::open(&args.seed.join(DATABASE_FILE))?, &fp)?;
+        eprintln!(
+            "building {} chunks from {} real chunks and {} cards",
+            args.chunks,
+            seed.chunks.len(),
+            seed.cards.len()
+        );
+        let started = Instant::now();
+        let mut store = Store::open(&dir.join(DATABASE_FILE))?;
+        let mut last = Instant::now();
+        synthetic::grow(
+            &mut store,
+            &seed,
+            args.chunks,
+            args.per_doc,
+            args.sigma,
+            &fp,
+            &mut |done| {
+                if last.elapsed().as_secs() >= 10 {
+                    last = Instant::now();
+                    eprintln!("  {done} of {} chunks", args.chunks);
+                }
+            },
+        )?;
+        build_s = Some(started.elapsed().as_secs_f64());
+    }
+    let queries: Vec<String> = std::fs::read_to_string(&args.queries)?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Query>(l).map(|q| q.text))
+        .collect::<Result<_, _>>()?;
+    let mut lib = Library::open(LibraryConfig::new(dir.clone(), models))?;
+    let cards = lib.store().coverage(&fp.chunk, &fp.card)?.1.indexed;
+    reset_peak_rss();
+    let (mut topic, mut subject) = (Vec::new(), Vec::new());
+    for (i, q) in queries.iter().cycle().take(args.asks).enumerate() {
+        let r = lib.match_query(q, 10)?;
+        if i > 0 {
+            topic.push(r.explain.topic_ms);
+            subject.push(r.explain.subject_ms);
+        }
+    }
+    let db_mb = std::fs::metadata(dir.join(DATABASE_FILE))?.len() as f64 / 1e6;
+    let figures = Figures {
+        chunks: args.chunks,
+        cards,
+        build_s,
+        db_mb,
+        queries: topic.len(),
+        topic_p50_ms: percentile(&mut topic, 0.50),
+        topic_p95_ms: percentile(&mut topic, 0.95),
+        subject_p50_ms: percentile(&mut subject, 0.50),
+        subject_p95_ms: percentile(&mut subject, 0.95),
+        peak_rss_mb: peak_rss_mb(),
+    };
+    println!(
+        "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} |",
+        figures.chunks,
+        figures.cards,
+        figures.db_mb,
+        figures.topic_p50_ms,
+        figures.topic_p95_ms,
+        figures.subject_p50_ms,
+        figures.subject_p95_ms,
+        figures.peak_rss_mb
+    );
+    if let Some(path) = &args.json {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        writeln!(f, "{}", serde_json::to_string(&figures)?)?;
+    }
+    Ok(())
+}
+
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[((values.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Resets the kernel's peak-RSS mark, so that the peak read later is the
+/// asking's, not the build's.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
