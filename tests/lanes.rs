@@ -373,3 +373,36 @@ fn weak_hits_keep_the_cosine_order_the_lane_saw() {
         "not in cosine order: {cosines:?}"
     );
 }
+
+/// The subject lane's cards split across cross-encoder sessions get the
+/// scores one session gives them, each its own: pairs are scored alone, so
+/// a card's score never depends on which others it was scored with.
+#[test]
+fn cards_scored_across_sessions_keep_their_own_scores() {
+    use carrel::models::{OnnxReranker, RerankPool, Reranker};
+    let cards = [
+        "Sourdough starter: flour, water and wild yeast, fed daily.",
+        "Bicycle chain maintenance",
+        "Pond ecology: the plants and animals of still fresh water, from algae to herons, and how the seasons change them.",
+        "Mortgage rates explained for first-time buyers, with fixed and variable terms compared.",
+        "Chess openings",
+        "Keeping bees through winter: cluster, stores and ventilation.",
+        "Git branching",
+    ];
+    let query = "how do I feed a sourdough starter";
+    let mut one = OnnxReranker::load(&models()).unwrap();
+    let alone = one.rerank(query, &cards).unwrap();
+    let mut pool = RerankPool::load(&models(), 3).unwrap();
+    let split = pool.rerank(query, &cards).unwrap();
+    assert_eq!(alone.len(), cards.len());
+    for (i, (a, b)) in alone.iter().zip(&split).enumerate() {
+        assert!((a - b).abs() < 1e-4, "card {i}: {a} alone, {b} split");
+    }
+    let best = split
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .unwrap()
+        .0;
+    assert_eq!(best, 0, "the sourdough card is the subject: {split:?}");
+}

@@ -32,10 +32,16 @@ pub const TOPIC_CANDIDATES: usize = 100;
 /// Cards fetched by KNN for the subject lane; the eligible ones all go to the
 /// cross-encoder, which may promote any of them. It is the lane's cost: with
 /// carrel-ce-v1 on one thread, 40 cards took 741 ms p50 and 998 ms p95 per
-/// query on Cranfield (where long queries make most cards eligible); 20 take
-/// about half (333 / 443 ms), Cranfield nDCG within 0.002. On
-/// fixtures/labelled every relevant card is first by cosine already.
-pub const SUBJECT_CANDIDATES: usize = 20;
+/// query on Cranfield (where long queries make most cards eligible); 20 took
+/// about half (333 / 443 ms), Cranfield nDCG within 0.002. From 20 to 10
+/// (release, two sessions, pairs alone): Cranfield (1,400 cards, 225
+/// queries) 107 → 55 ms p50, P@1 0.160 → 0.164, right-when-fired 0.434 →
+/// 0.463; the calibration set (1,159 documents, 404 relevant and 173 noise
+/// queries) 82 → 48 ms p50, P@1 0.554 → 0.550 (2 of 404 queries),
+/// right-when-fired 0.674 both, noise leaks 1 both; fixtures/labelled
+/// unchanged (every relevant card is first by cosine already). 15 cards:
+/// 86 and 65 ms p50, P@1 as at 20.
+pub const SUBJECT_CANDIDATES: usize = 10;
 /// The cross-encoder's time budget per query; past it the lane is
 /// unavailable (never silently cosine-ordered).
 pub const RERANK_BUDGET: Duration = Duration::from_secs(3);

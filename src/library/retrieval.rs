@@ -4,7 +4,7 @@
 use super::Library;
 use crate::error::{Error, Result};
 use crate::lanes::{self, Explain, MatchResponse};
-use crate::models::{Fingerprints, ModelConfig, OnnxReranker, Reranker};
+use crate::models::{Fingerprints, ModelConfig, RerankPool, Reranker};
 use crate::score;
 use crate::store::Coverage;
 
@@ -26,7 +26,8 @@ impl RerankerSlot {
         models: &ModelConfig,
     ) -> std::result::Result<&mut dyn Reranker, String> {
         if let RerankerSlot::Unloaded | RerankerSlot::Missing(_) = self {
-            *self = match OnnxReranker::load(models) {
+            let sessions = crate::models::rerank::rerank_sessions();
+            *self = match RerankPool::load(models, sessions) {
                 Ok(r) => RerankerSlot::Loaded(Box::new(r)),
                 Err(Error::ModelMissing { path, .. }) => RerankerSlot::Missing(format!(
                     "no cross-encoder is installed (looked for {}); the subject lane needs one to rank cards, see `make reranker`",
