@@ -406,3 +406,49 @@ fn cards_scored_across_sessions_keep_their_own_scores() {
         .0;
     assert_eq!(best, 0, "the sourdough card is the subject: {split:?}");
 }
+
+/// The topic lane's quantized search (large libraries) gives the exact
+/// scan's cosines for what it finds, and finds what the exact scan finds
+/// when it looks at enough; removing a document takes its bits too.
+#[test]
+fn the_quantized_search_rescores_exactly_and_its_bits_follow_the_chunks() {
+    use carrel::lanes::knn;
+    let dir = tempfile::tempdir().unwrap();
+    let mut lib = open(dir.path());
+    lib.add(
+        &[s(fixtures().join("labelled").join("corpus"))],
+        &mut |_| {},
+    )
+    .unwrap();
+    let fp = carrel::models::Fingerprints::of(&models()).unwrap();
+    let v = lib.embed_query("how do bees survive the winter").unwrap();
+    let exact = knn::exact(lib.store(), &v, 10, &fp.chunk).unwrap();
+    // Oversampled past the library's size: every chunk is rescored.
+    let all = knn::quantized(lib.store(), &v, 10, 100, &fp.chunk).unwrap();
+    assert_eq!(exact.len(), 10);
+    for ((a, da), (b, db)) in exact.iter().zip(&all) {
+        assert_eq!(a, b);
+        assert!(
+            (da - db).abs() < 1e-5,
+            "chunk {a}: {da} exact, {db} rescored"
+        );
+    }
+    // Oversampled little: fewer found, but each with its exact cosine.
+    let few = knn::quantized(lib.store(), &v, 3, 2, &fp.chunk).unwrap();
+    assert_eq!(few.len(), 3);
+    let exact_all = knn::exact(lib.store(), &v, 1000, &fp.chunk).unwrap();
+    for (id, d) in &few {
+        let e = exact_all.iter().find(|(x, _)| x == id).unwrap().1;
+        assert!((d - e).abs() < 1e-5);
+    }
+    let first = lib.list().unwrap()[0].id;
+    lib.remove(first).unwrap();
+    let orphans: Vec<_> = lib
+        .store()
+        .orphans()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert!(orphans.is_empty(), "{orphans:?}");
+}
