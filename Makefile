@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test models lint eval bench bench-mcp fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
+.PHONY: run test models lint eval bench bench-scale bench-mcp fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 APP := $(BIN)/debug/carrel-app
@@ -122,6 +122,23 @@ bench-peer: models
 	./bench/peer/fetch-extra.sh
 	$(CARGO) build --release --bin carrel --bin carrel-peer
 	SHARED_EVAL=$(SHARED_EVAL) ./bench/peer/run.sh
+
+## The lanes as the library grows: synthetic libraries of SIZES chunks made
+## from the Cranfield library's real chunks and cards (vectors copied with
+## noise, see src/store/synthetic.rs), asked Cranfield's queries. Each size is
+## built once into $(BIN)/scale and kept; 1M chunks takes about 20 min to
+## build and 1.5 GB of disk. One markdown row per size; JSON lines in
+## $(BIN)/scale/figures.jsonl.
+SIZES ?= 10000 100000 1000000
+bench-scale: models
+	$(CARGO) build --release --bin carrel --bin carrel-scale
+	$(BIN)/release/carrel eval $(SHARED_EVAL)/cranfield --keep-library $(BIN)/scale/seed > /dev/null
+	@echo "| chunks | cards | db MB | topic search | topic p50 / p95 ms | subject p50 / p95 ms | peak RSS MB | exact / quantized KNN p50 ms | recall@10 / @100 |"
+	@echo "|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+	@for n in $(SIZES); do \
+	  $(BIN)/release/carrel-scale $(BIN)/scale/seed $(SHARED_EVAL)/cranfield/queries.jsonl \
+	    --chunks $$n --work $(BIN)/scale --asks 41 --json $(BIN)/scale/figures.jsonl || exit 1; \
+	done
 
 ## Rebuild a cross-encoder from scratch (about 35 min on 2 cores) and check it
 ## against the committed one: CE=carrel-ce-v2 (default) or CE=carrel-ce-v1;

@@ -129,20 +129,7 @@ fn files_of(dir: &Path, limit: usize) -> Vec<carrel::ingest::Source> {
 }
 
 fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(|l| l.to_string())
-        })
-        .and_then(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map(|kb| kb / 1024.0)
-        .unwrap_or(f64::NAN)
+    carrel::models::pool::memory_mb("VmHWM").unwrap_or(f64::NAN)
 }
 
 /// Totals over every format, for the whole-run ratios.

@@ -169,9 +169,6 @@ pub struct EmbedPool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
     size: Option<PoolSize>,
-    /// Why the first worker could not load its session: given to every
-    /// later caller, with no retry (a load costs a second).
-    failed: Option<String>,
 }
 
 impl EmbedPool {
@@ -188,7 +185,6 @@ impl EmbedPool {
             }),
             workers: Vec::new(),
             size: None,
-            failed: None,
         }
     }
 
@@ -198,22 +194,15 @@ impl EmbedPool {
     }
 
     /// Starts the workers on first need: the first alone, measured, then as
-    /// many more as the memory cap admits.
+    /// many more as the memory cap admits. A model that fails to load is
+    /// tried again on the next call (its files are checked first, which is
+    /// quick), so installing the models while the app runs is enough.
     fn start(&mut self) -> Result<()> {
-        if let Some(e) = &self.failed {
-            return Err(Error::Embedding(e.clone()));
-        }
         if self.size.is_some() {
             return Ok(());
         }
         let before = resident_mb();
-        let first = match OnnxEmbedder::load(&self.config) {
-            Ok(e) => e,
-            Err(e) => {
-                self.failed = Some(e.to_string());
-                return Err(e);
-            }
-        };
+        let first = OnnxEmbedder::load(&self.config)?;
         let per_worker_mb = (resident_mb() - before).max(0.0);
         let asked = self.config.jobs.max(1);
         let running = PoolSize::fitting(asked, per_worker_mb, self.config.worker_memory_mb);
@@ -352,16 +341,21 @@ fn answer(items: Vec<Item>, result: std::result::Result<Vec<Vec<f32>>, String>) 
 
 /// This process's resident memory (VmRSS), in MB; 0 where it cannot be read.
 pub fn resident_mb() -> f64 {
+    memory_mb("VmRSS").unwrap_or(0.0)
+}
+
+/// A memory figure of this process from `/proc/self/status` (`VmRSS`, or
+/// `VmHWM` for the peak), in MB; none where it cannot be read.
+pub fn memory_mb(field: &str) -> Option<f64> {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
                 .and_then(|v| v.split_whitespace().next())
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
         .map(|kb| kb / 1024.0)
-        .unwrap_or(0.0)
 }
 
 #[cfg(test)]
