@@ -155,8 +155,7 @@ fn open_scratch_store() -> Result<(PathBuf, rusqlite::Connection), Box<dyn std::
     Ok((dir, conn))
 }
 
-/// Writes the vectors in one transaction, as the ingest writer does: to
-/// `chunk_vectors` and, as bits, to `chunk_bits`.
+/// Writes the vectors to `chunk_vectors` in one transaction.
 fn store_vectors(
     conn: &mut rusqlite::Connection,
     vectors: &[Vec<f32>],
@@ -166,13 +165,11 @@ fn store_vectors(
         let mut insert = tx.prepare(
             "INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (?1, ?2, 'bench')",
         )?;
-        let mut bits = tx.prepare(
-            "INSERT INTO chunk_bits (chunk_id, embedding, fingerprint) VALUES (?1, vec_quantize_binary(?2), 'bench')",
-        )?;
         for (i, v) in vectors.iter().enumerate() {
-            let blob = zerocopy::IntoBytes::as_bytes(v.as_slice());
-            insert.execute(params![i as i64 + 1, blob])?;
-            bits.execute(params![i as i64 + 1, blob])?;
+            insert.execute(params![
+                i as i64 + 1,
+                zerocopy::IntoBytes::as_bytes(v.as_slice())
+            ])?;
         }
     }
     tx.commit()?;

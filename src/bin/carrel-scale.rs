@@ -11,7 +11,6 @@ use std::time::Instant;
 use clap::Parser;
 use serde::Serialize;
 
-use carrel::lanes::knn;
 use carrel::models::{Fingerprints, ModelConfig};
 use carrel::paths::DATABASE_FILE;
 use carrel::store::Store;
@@ -43,10 +42,6 @@ struct Args {
     work: PathBuf,
     #[arg(long, env = "CARREL_MODELS")]
     models: PathBuf,
-    /// Oversampling of the quantized search in the recall comparison
-    /// [default: the lane's own]
-    #[arg(long)]
-    oversample: Option<usize>,
     /// Also append the figures here as one JSON line
     #[arg(long)]
     json: Option<PathBuf>,
@@ -65,16 +60,6 @@ struct Figures {
     subject_p95_ms: f64,
     /// Peak resident memory while asking (the build is not counted).
     peak_rss_mb: f64,
-    /// How the topic lane searched at this size.
-    topic_search: String,
-    /// The nearest 100 chunks (the lane's pool) by the exact scan and by
-    /// bits rescored, per query: their latency, and how many of the exact
-    /// scan's first 10 and 100 the quantized search found.
-    oversample: usize,
-    exact_knn_p50_ms: f64,
-    quantized_knn_p50_ms: f64,
-    recall_at_10: f64,
-    recall_at_100: f64,
 }
 
 #[derive(serde::Deserialize)]
@@ -130,36 +115,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cards = lib.store().coverage(&fp.chunk, &fp.card)?.1.indexed;
     reset_peak_rss();
     let (mut topic, mut subject) = (Vec::new(), Vec::new());
-    let mut search = None;
     for (i, q) in queries.iter().cycle().take(args.asks).enumerate() {
         let r = lib.match_query(q, 10)?;
-        search = Some(r.explain.topic_search);
         if i > 0 {
             topic.push(r.explain.topic_ms);
             subject.push(r.explain.subject_ms);
         }
-    }
-    let peak_rss_mb = peak_rss_mb();
-    let (mut exact_ms, mut quantized_ms, mut r10, mut r100) = (Vec::new(), Vec::new(), 0.0, 0.0);
-    let asked: Vec<&String> = queries.iter().cycle().take(args.asks).skip(1).collect();
-    for q in &asked {
-        let v = lib.embed_query(q)?;
-        let t = Instant::now();
-        let exact = knn::exact(lib.store(), &v, 100, &fp.chunk)?;
-        exact_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        let t = Instant::now();
-        let oversample = args.oversample.unwrap_or(knn::OVERSAMPLE);
-        let quantized = knn::quantized(lib.store(), &v, 100, oversample, &fp.chunk)?;
-        quantized_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        let found = |n: usize| {
-            let approx: std::collections::HashSet<i64> =
-                quantized.iter().take(n).map(|(id, _)| *id).collect();
-            let truth = &exact[..n.min(exact.len())];
-            truth.iter().filter(|(id, _)| approx.contains(id)).count() as f64
-                / truth.len().max(1) as f64
-        };
-        r10 += found(10) / asked.len() as f64;
-        r100 += found(100) / asked.len() as f64;
     }
     let db_mb = std::fs::metadata(dir.join(DATABASE_FILE))?.len() as f64 / 1e6;
     let figures = Figures {
@@ -172,32 +133,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         topic_p95_ms: percentile(&mut topic, 0.95),
         subject_p50_ms: percentile(&mut subject, 0.50),
         subject_p95_ms: percentile(&mut subject, 0.95),
-        peak_rss_mb,
-        topic_search: match search {
-            Some(knn::Search::Exact) | None => "exact".into(),
-            Some(knn::Search::Quantized { oversample }) => format!("bits, {oversample}× rescored"),
-        },
-        oversample: args.oversample.unwrap_or(knn::OVERSAMPLE),
-        exact_knn_p50_ms: percentile(&mut exact_ms, 0.50),
-        quantized_knn_p50_ms: percentile(&mut quantized_ms, 0.50),
-        recall_at_10: r10,
-        recall_at_100: r100,
+        peak_rss_mb: peak_rss_mb(),
     };
     println!(
-        "| {} | {} | {:.0} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} | {:.1} / {:.1} | {:.3} / {:.3} |",
+        "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} |",
         figures.chunks,
         figures.cards,
         figures.db_mb,
-        figures.topic_search,
         figures.topic_p50_ms,
         figures.topic_p95_ms,
         figures.subject_p50_ms,
         figures.subject_p95_ms,
-        figures.peak_rss_mb,
-        figures.exact_knn_p50_ms,
-        figures.quantized_knn_p50_ms,
-        figures.recall_at_10,
-        figures.recall_at_100,
+        figures.peak_rss_mb
     );
     if let Some(path) = &args.json {
         use std::io::Write;

@@ -11,7 +11,6 @@
 //! [`LaneOutcome`], including the rules for weak fallbacks and for the
 //! `below_floor` tail.
 
-pub mod knn;
 pub mod log;
 pub mod outcome;
 pub mod subject;
@@ -293,9 +292,6 @@ pub struct Explain {
     /// Whether the subject lane's rerank floor was calibrated on that
     /// cross-encoder (false for any other model).
     pub rerank_calibrated: bool,
-    /// How the topic lane found its nearest chunks: every vector, or by
-    /// their bits and rescored (large libraries).
-    pub topic_search: knn::Search,
     pub embed_ms: f64,
     pub subject_ms: f64,
     pub topic_ms: f64,

@@ -4,13 +4,12 @@
 
 use std::collections::HashSet;
 
-use super::knn::{self, Search};
 use super::{
     Candidate, Decision, LaneQuery, LaneRun, Location, TOPIC_CANDIDATES, TopicHit, locations,
 };
 use crate::error::Result;
 use crate::score::{Cosine, Floor, ScorerId, ScorerKind};
-use crate::store::Store;
+use crate::store::{Store, vector_blob};
 
 /// Passage cosine floor (all-MiniLM-L6-v2, query vs heading-prefixed chunk).
 /// On fixtures/labelled: the relevant document's best passage scored
@@ -29,35 +28,35 @@ pub const TOPIC_FLOOR: Floor<Cosine> = Floor::new(
      calibration set (404 relevant, 173 noise): 91% admitted, 0.6% noise; its 1%-noise point 0.459",
 );
 
-/// Runs the lane: each nearby document's best passage, vetoed or floored;
-/// and how the nearest chunks were found.
+/// Runs the lane: each nearby document's best passage, vetoed or floored.
 pub fn run(
     store: &Store,
     q: &LaneQuery<'_>,
     query_terms: &HashSet<String>,
     fingerprint: &str,
     model: &str,
-) -> Result<(LaneRun<TopicHit>, Search)> {
+) -> Result<LaneRun<TopicHit>> {
     let (query_vec, top_k) = (q.vector, q.top_k);
-    let (nearest, search) = knn::nearest(store, query_vec, TOPIC_CANDIDATES, fingerprint)?;
     let mut stmt = store.conn.prepare_cached(
-        "SELECT c.content_id, c.heading_path, c.text, c.page, d.key_terms
-         FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id
-         WHERE c.id = ?1",
+        "SELECT v.chunk_id, v.distance, c.content_id, c.heading_path, c.text, c.page, d.key_terms
+         FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id LEFT JOIN cards d ON d.content_id = c.content_id
+         WHERE v.embedding MATCH ?1 AND k = ?2 AND v.fingerprint = ?3
+         ORDER BY v.distance",
     )?;
-    let rows = nearest.into_iter().map(|(chunk, distance)| {
-        stmt.query_row([chunk], |r| {
+    let rows = stmt.query_map(
+        rusqlite::params![vector_blob(query_vec), TOPIC_CANDIDATES as i64, fingerprint],
+        |r| {
             Ok((
-                chunk,
-                distance,
                 r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, Option<u32>>(3)?,
-                r.get::<_, Option<String>>(4)?,
+                r.get::<_, f32>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, Option<u32>>(5)?,
+                r.get::<_, Option<String>>(6)?,
             ))
-        })
-    });
+        },
+    )?;
     let scorer = ScorerId {
         kind: ScorerKind::Cosine,
         model: model.to_string(),
@@ -86,7 +85,7 @@ pub fn run(
         }
     }
     run.admitted = Ok(admitted);
-    Ok((run, search))
+    Ok(run)
 }
 
 /// A KNN row: chunk id, distance, content id, heading path (JSON), passage,

@@ -74,8 +74,7 @@ impl Library {
         let subject_ms = ms(started);
 
         let started = std::time::Instant::now();
-        let (topic, topic_search) =
-            lanes::topic::run(&self.store, &q, &terms, &fp.chunk, &fp.model)?;
+        let topic = lanes::topic::run(&self.store, &q, &terms, &fp.chunk, &fp.model)?;
         let topic_ms = ms(started);
 
         let (cosine_scorer, ce_scorer) = self.scorers(&fp);
@@ -113,7 +112,6 @@ impl Library {
                     .is_some_and(|s| lanes::subject::floor_calibrated_for(&s.model)),
                 cosine_scorer,
                 rerank_scorer: ce_scorer,
-                topic_search,
                 embed_ms,
                 subject_ms,
                 topic_ms,

@@ -280,7 +280,10 @@ impl Store {
                 chunks.len()
             )));
         }
-        Store::delete_chunk_vectors(tx, content_id)?;
+        tx.execute(
+            "DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE content_id = ?1)",
+            [content_id],
+        )?;
         tx.execute("DELETE FROM chunks WHERE content_id = ?1", [content_id])?;
         let mut insert = tx.prepare_cached(
             "INSERT INTO chunks (content_id, seq, heading_path, section, start, end, page, text, embedded_with)
@@ -288,10 +291,6 @@ impl Store {
         )?;
         let mut insert_vec = tx.prepare_cached(
             "INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (?1, ?2, ?3)",
-        )?;
-        let mut insert_bits = tx.prepare_cached(
-            "INSERT INTO chunk_bits (chunk_id, embedding, fingerprint)
-             VALUES (?1, vec_quantize_binary(?2), ?3)",
         )?;
         for (seq, (c, v)) in chunks.iter().zip(vectors).enumerate() {
             let path = serde_json::to_string(&c.heading_path)
@@ -310,9 +309,7 @@ impl Store {
                 ],
                 |r| r.get(0),
             )?;
-            let blob = vector_blob(v);
-            insert_vec.execute(params![id, blob, fingerprint])?;
-            insert_bits.execute(params![id, blob, fingerprint])?;
+            insert_vec.execute(params![id, vector_blob(v), fingerprint])?;
         }
         Ok(())
     }
@@ -343,19 +340,6 @@ impl Store {
         Ok(())
     }
 
-    /// Both forms of a content's chunk vectors: float and bits.
-    fn delete_chunk_vectors(tx: &Transaction<'_>, content_id: i64) -> Result<()> {
-        for table in ["chunk_vectors", "chunk_bits"] {
-            tx.execute(
-                &format!(
-                    "DELETE FROM {table} WHERE chunk_id IN (SELECT id FROM chunks WHERE content_id = ?1)"
-                ),
-                [content_id],
-            )?;
-        }
-        Ok(())
-    }
-
     /// Deletes a content and everything hanging off it, if no document points
     /// at it any more.
     pub(crate) fn collect_garbage(tx: &Transaction<'_>, content_id: i64) -> Result<bool> {
@@ -367,7 +351,10 @@ impl Store {
         if used {
             return Ok(false);
         }
-        Store::delete_chunk_vectors(tx, content_id)?;
+        tx.execute(
+            "DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE content_id = ?1)",
+            [content_id],
+        )?;
         tx.execute("DELETE FROM chunks WHERE content_id = ?1", [content_id])?;
         tx.execute(
             "DELETE FROM card_vectors WHERE content_id = ?1",

@@ -126,14 +126,6 @@ impl Store {
                 "chunks without a vector",
                 "SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)",
             ),
-            (
-                "chunk vectors without their bits",
-                "SELECT count(*) FROM chunk_vectors WHERE chunk_id NOT IN (SELECT chunk_id FROM chunk_bits)",
-            ),
-            (
-                "chunk bits without chunk",
-                "SELECT count(*) FROM chunk_bits WHERE chunk_id NOT IN (SELECT id FROM chunks)",
-            ),
         ];
         CHECKS
             .iter()

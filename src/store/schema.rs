@@ -143,18 +143,6 @@ const MIGRATIONS: &[&str] = &[
         WHEN EXISTS (SELECT 1 FROM documents d WHERE d.content_id = contents.id AND d.kind = 'pdf')
         THEN 'pdf-extract' ELSE 'native' END;
     "#,
-    // 8: each chunk vector again as one bit per dimension (its signs), for
-    //    the topic lane's search in large libraries (`lanes::knn`): a
-    //    Hamming scan of 48 bytes per chunk, rescored on the float vectors.
-    r#"
-    CREATE VIRTUAL TABLE chunk_bits USING vec0(
-        chunk_id INTEGER PRIMARY KEY,
-        embedding bit[384],
-        fingerprint text
-    );
-    INSERT INTO chunk_bits (chunk_id, embedding, fingerprint)
-        SELECT chunk_id, vec_quantize_binary(embedding), fingerprint FROM chunk_vectors;
-    "#,
 ];
 
 /// The schema version this build writes.

@@ -325,11 +325,6 @@ export type Explain = {
 	 *  cross-encoder (false for any other model).
 	 */
 	rerank_calibrated: boolean,
-	/**
-	 *  How the topic lane found its nearest chunks: every vector, or by
-	 *  their bits and rescored (large libraries).
-	 */
-	topic_search: Search,
 	embed_ms: number | null,
 	subject_ms: number | null,
 	topic_ms: number | null,
@@ -522,13 +517,6 @@ export type Resolution = { status: "resolved"; doc: number; title: string } |
 { status: "ambiguous"; candidates: Suggestion[] } | 
 /**  Nothing fits; these are the closest titles. */
 { status: "unknown"; did_you_mean: Suggestion[] };
-
-/**  How the nearest chunks were found, for the debug pane. */
-export type Search = 
-/**  Every chunk vector compared with the query. */
-{ search: "exact" } | 
-/**  The nearest `oversample × k` by their bits, rescored exactly. */
-{ search: "quantized"; oversample: number };
 
 /**  One run of text under one heading path. */
 export type Section = {
