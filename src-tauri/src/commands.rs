@@ -72,10 +72,13 @@ pub async fn add_sources(
 ) -> Result<AddReport> {
     let config = state.settings().library_config()?;
     let gate = state.sync_gate();
-    let lib = Library::open(config)?;
-    state.import_started(lib.cancel_handle());
+    // The handle exists before the library is opened (on the worker, not
+    // here), so a Cancel pressed at once is not lost.
+    let cancel = carrel::ingest::Cancel::default();
+    state.import_started(cancel.clone());
     let report = blocking(move || {
-        let mut lib = lib;
+        let mut lib = Library::open(config)?;
+        lib.set_cancel(cancel);
         // A closed window is not a failed ingest: keep going.
         let mut progress = |p: &Progress| {
             let _ = on_progress.send(p.clone());

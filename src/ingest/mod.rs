@@ -391,11 +391,11 @@ impl Pipeline<'_> {
                 texts,
             });
             // Write what is ready, in order; wait while too much is out.
-            while let Some(front) = queue.front() {
-                if self.cancel.is_cancelled() || (in_flight <= IN_FLIGHT_TEXTS && !front.ready()) {
+            while let Some(next) = queue.pop_front() {
+                if self.cancel.is_cancelled() || (in_flight <= IN_FLIGHT_TEXTS && !next.ready()) {
+                    queue.push_front(next);
                     break;
                 }
-                let next = queue.pop_front().expect("front exists");
                 in_flight -= next.texts;
                 if !self.settle(next, report, &mut pending_hashes, &mut meter)? {
                     break;

@@ -122,6 +122,13 @@ impl Library {
         self.cancel.clone()
     }
 
+    /// Uses `cancel` as this library's stop request: a caller that must hold
+    /// the handle before the library is open (the app, which opens it off
+    /// the UI thread) makes it first.
+    pub fn set_cancel(&mut self, cancel: Cancel) {
+        self.cancel = cancel;
+    }
+
     /// The embedding workers running, once something was embedded.
     pub fn embedding_workers(&self) -> Option<PoolSize> {
         self.embedder.size()
