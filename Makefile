@@ -133,8 +133,8 @@ SIZES ?= 10000 100000 1000000
 bench-scale: models
 	$(CARGO) build --release --bin carrel --bin carrel-scale
 	$(BIN)/release/carrel eval $(SHARED_EVAL)/cranfield --keep-library $(BIN)/scale/seed > /dev/null
-	@echo "| chunks | cards | db MB | topic p50 / p95 ms | subject p50 / p95 ms | peak RSS MB |"
-	@echo "|---:|---:|---:|---:|---:|---:|"
+	@echo "| chunks | cards | db MB | topic p50 / p95 ms | subject p50 / p95 ms | peak RSS MB | nearest-chunk fetch p50 ms | recall@10 / @100 vs exact | first fetch ms |"
+	@echo "|---:|---:|---:|---:|---:|---:|---|---:|---:|"
 	@for n in $(SIZES); do \
 	  $(BIN)/release/carrel-scale $(BIN)/scale/seed $(SHARED_EVAL)/cranfield/queries.jsonl \
 	    --chunks $$n --work $(BIN)/scale --asks 41 --json $(BIN)/scale/figures.jsonl || exit 1; \

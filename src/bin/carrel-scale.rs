@@ -5,15 +5,18 @@
 //! reports each lane's latency, the peak memory while asking, and the size of
 //! the database file. Not a test: `make bench-scale` runs it per size.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
 use serde::Serialize;
 
+use carrel::lanes::TOPIC_CANDIDATES;
 use carrel::models::{Fingerprints, ModelConfig};
 use carrel::paths::DATABASE_FILE;
 use carrel::store::Store;
+use carrel::store::signs::Search;
 use carrel::store::synthetic::{self, Seed};
 use carrel::{Library, LibraryConfig};
 
@@ -60,6 +63,18 @@ struct Figures {
     subject_p95_ms: f64,
     /// Peak resident memory while asking (the build is not counted).
     peak_rss_mb: f64,
+    /// How the topic lane fetched its nearest chunks at this size.
+    search: Search,
+    /// The first fetch, which builds the sign bits when they are used.
+    first_fetch_ms: f64,
+    /// The nearest-chunk fetch alone, as the lane does it, against
+    /// sqlite-vec's exact KNN, on the same queries.
+    fetch_p50_ms: f64,
+    exact_p50_ms: f64,
+    /// Of the exact KNN's top 10 (top 100) chunks, the share the lane's
+    /// fetch found.
+    recall_at_10: f64,
+    recall_at_100: f64,
 }
 
 #[derive(serde::Deserialize)]
@@ -113,6 +128,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<_, _>>()?;
     let mut lib = Library::open(LibraryConfig::new(dir.clone(), models))?;
     let cards = lib.store().coverage(&fp.chunk, &fp.card)?.1.indexed;
+    // The topic lane's nearest chunks, the way the lane fetches them against
+    // sqlite-vec's exact KNN, on the same query vectors: recall of the exact
+    // top 10 and top 100, and each one's time. The first fetch also builds
+    // the sign bits (when the library is large enough to use them).
+    let vectors = queries
+        .iter()
+        .take(args.asks)
+        .map(|q| lib.embed_query(q))
+        .collect::<carrel::Result<Vec<_>>>()?;
+    let started = Instant::now();
+    let (_, search) = lib
+        .store()
+        .nearest_chunks(&vectors[0], TOPIC_CANDIDATES, &fp.chunk)?;
+    let first_fetch_ms = ms(started);
+    let (mut fast_ms, mut exact_ms, mut hits10, mut hits100, mut asked10, mut asked100) =
+        (Vec::new(), Vec::new(), 0, 0, 0, 0);
+    for v in &vectors {
+        let started = Instant::now();
+        let (fast, _) = lib.store().nearest_chunks(v, TOPIC_CANDIDATES, &fp.chunk)?;
+        fast_ms.push(ms(started));
+        let started = Instant::now();
+        let exact = lib
+            .store()
+            .nearest_chunks_exact(v, TOPIC_CANDIDATES, &fp.chunk)?;
+        exact_ms.push(ms(started));
+        let fast: HashSet<i64> = fast.iter().map(|(id, _)| *id).collect();
+        for (rank, (id, _)) in exact.iter().enumerate() {
+            let found = fast.contains(id) as usize;
+            if rank < 10 {
+                (hits10, asked10) = (hits10 + found, asked10 + 1);
+            }
+            (hits100, asked100) = (hits100 + found, asked100 + 1);
+        }
+    }
     reset_peak_rss();
     let (mut topic, mut subject) = (Vec::new(), Vec::new());
     for (i, q) in queries.iter().cycle().take(args.asks).enumerate() {
@@ -134,9 +183,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         subject_p50_ms: percentile(&mut subject, 0.50),
         subject_p95_ms: percentile(&mut subject, 0.95),
         peak_rss_mb: peak_rss_mb(),
+        search,
+        first_fetch_ms,
+        fetch_p50_ms: percentile(&mut fast_ms, 0.50),
+        exact_p50_ms: percentile(&mut exact_ms, 0.50),
+        recall_at_10: hits10 as f64 / asked10.max(1) as f64,
+        recall_at_100: hits100 as f64 / asked100.max(1) as f64,
     };
     println!(
-        "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} |",
+        "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} | {}: {:.1} (exact {:.1}) | {:.3} / {:.3} | {:.0} |",
         figures.chunks,
         figures.cards,
         figures.db_mb,
@@ -144,7 +199,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         figures.topic_p95_ms,
         figures.subject_p50_ms,
         figures.subject_p95_ms,
-        figures.peak_rss_mb
+        figures.peak_rss_mb,
+        match figures.search {
+            Search::Exact => "exact",
+            Search::Signs { .. } => "signs",
+        },
+        figures.fetch_p50_ms,
+        figures.exact_p50_ms,
+        figures.recall_at_10,
+        figures.recall_at_100,
+        figures.first_fetch_ms
     );
     if let Some(path) = &args.json {
         use std::io::Write;
@@ -155,6 +219,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         writeln!(f, "{}", serde_json::to_string(&figures)?)?;
     }
     Ok(())
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
 }
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {

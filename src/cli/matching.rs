@@ -148,6 +148,7 @@ fn print_explain(r: &crate::lanes::MatchResponse) {
             "needed for eligible cards"
         }
     );
+    println!("  topic search: {}", e.topic_search.describe());
     for (lane, cands) in [("subject", &e.subject), ("topic", &e.topic)] {
         for c in cands.iter() {
             let rerank = c

@@ -295,6 +295,9 @@ pub struct Explain {
     pub embed_ms: f64,
     pub subject_ms: f64,
     pub topic_ms: f64,
+    /// How the topic lane fetched its nearest chunks (exact, or sign bits
+    /// then exact cosines); the cosines shown are exact either way.
+    pub topic_search: crate::store::signs::Search,
 }
 
 /// The answer to one query: two lanes, never merged.

@@ -1,6 +1,7 @@
-//! The topic lane: "does this document DISCUSS what was asked?" KNN over chunk
-//! vectors, the best passage per document, then the heading veto: the
-//! passage's heading path or its document's title must mention the query.
+//! The topic lane: "does this document DISCUSS what was asked?" The nearest
+//! chunk vectors ([`Store::nearest_chunks`]), the best passage per document,
+//! then the heading veto: the passage's heading path or its document's title
+//! must mention the query.
 
 use std::collections::HashSet;
 
@@ -9,7 +10,9 @@ use super::{
 };
 use crate::error::Result;
 use crate::score::{Cosine, Floor, ScorerId, ScorerKind};
-use crate::store::{Store, vector_blob};
+use crate::store::Store;
+use crate::store::signs::Search;
+use rusqlite::OptionalExtension;
 
 /// Passage cosine floor (all-MiniLM-L6-v2, query vs heading-prefixed chunk).
 /// On fixtures/labelled: the relevant document's best passage scored
@@ -28,35 +31,36 @@ pub const TOPIC_FLOOR: Floor<Cosine> = Floor::new(
      calibration set (404 relevant, 173 noise): 91% admitted, 0.6% noise; its 1%-noise point 0.459",
 );
 
-/// Runs the lane: each nearby document's best passage, vetoed or floored.
+/// Runs the lane: each nearby document's best passage, vetoed or floored;
+/// with how the nearest chunks were fetched, for the explanation.
 pub fn run(
     store: &Store,
     q: &LaneQuery<'_>,
     query_terms: &HashSet<String>,
     fingerprint: &str,
     model: &str,
-) -> Result<LaneRun<TopicHit>> {
-    let (query_vec, top_k) = (q.vector, q.top_k);
-    let mut stmt = store.conn.prepare_cached(
-        "SELECT v.chunk_id, v.distance, c.content_id, c.heading_path, c.text, c.page, d.key_terms
-         FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id LEFT JOIN cards d ON d.content_id = c.content_id
-         WHERE v.embedding MATCH ?1 AND k = ?2 AND v.fingerprint = ?3
-         ORDER BY v.distance",
+) -> Result<(LaneRun<TopicHit>, Search)> {
+    let (nearest, search) = store.nearest_chunks(q.vector, TOPIC_CANDIDATES, fingerprint)?;
+    let mut passage = store.conn.prepare_cached(
+        "SELECT c.content_id, c.heading_path, c.text, c.page, d.key_terms
+         FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = ?1",
     )?;
-    let rows = stmt.query_map(
-        rusqlite::params![vector_blob(query_vec), TOPIC_CANDIDATES as i64, fingerprint],
-        |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, f32>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, Option<u32>>(5)?,
-                r.get::<_, Option<String>>(6)?,
-            ))
-        },
-    )?;
+    let rows = nearest.into_iter().filter_map(|(chunk, distance)| {
+        passage
+            .query_row([chunk], |r| {
+                Ok((
+                    chunk,
+                    distance,
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                ))
+            })
+            .optional()
+            .transpose()
+    });
     let scorer = ScorerId {
         kind: ScorerKind::Cosine,
         model: model.to_string(),
@@ -69,7 +73,7 @@ pub fn run(
     };
     let mut admitted = Vec::new();
     for row in rows {
-        let row = row?;
+        let row: PassageRow = row?;
         if !seen.insert(row.2) {
             continue; // not this document's best passage
         }
@@ -79,13 +83,13 @@ pub fn run(
         let decision = candidate.decision;
         run.candidates.push(candidate);
         match decision {
-            Decision::Admitted if admitted.len() < top_k => admitted.push(hit),
-            Decision::BelowCosineFloor if run.weak.len() < top_k => run.weak.push(hit),
+            Decision::Admitted if admitted.len() < q.top_k => admitted.push(hit),
+            Decision::BelowCosineFloor if run.weak.len() < q.top_k => run.weak.push(hit),
             _ => {}
         }
     }
     run.admitted = Ok(admitted);
-    Ok(run)
+    Ok((run, search))
 }
 
 /// A KNN row: chunk id, distance, content id, heading path (JSON), passage,

@@ -74,7 +74,8 @@ impl Library {
         let subject_ms = ms(started);
 
         let started = std::time::Instant::now();
-        let topic = lanes::topic::run(&self.store, &q, &terms, &fp.chunk, &fp.model)?;
+        let (topic, topic_search) =
+            lanes::topic::run(&self.store, &q, &terms, &fp.chunk, &fp.model)?;
         let topic_ms = ms(started);
 
         let (cosine_scorer, ce_scorer) = self.scorers(&fp);
@@ -115,6 +116,7 @@ impl Library {
                 embed_ms,
                 subject_ms,
                 topic_ms,
+                topic_search,
             },
         })
     }

@@ -7,6 +7,7 @@ mod chat;
 mod contents;
 mod documents;
 mod schema;
+pub mod signs;
 pub mod synthetic;
 mod watches;
 
@@ -27,6 +28,7 @@ use crate::error::{Error, Result};
 pub struct Store {
     pub(crate) conn: Connection,
     path: PathBuf,
+    signs: signs::Slot,
 }
 
 static VEC_INIT: Once = Once::new();
@@ -72,6 +74,7 @@ impl Store {
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            signs: signs::Slot::default(),
         };
         schema::migrate(&mut store.conn, path)?;
         Ok(store)
@@ -123,6 +126,10 @@ impl Store {
                 "SELECT count(*) FROM documents WHERE state = 'indexed' AND content_id NOT IN (SELECT id FROM contents)",
             ),
             (
+                "chunk vectors without sign bits",
+                "SELECT count(*) FROM chunk_vectors WHERE chunk_id NOT IN (SELECT chunk_id FROM chunk_signs)",
+            ),
+            (
                 "chunks without a vector",
                 "SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)",
             ),
@@ -151,6 +158,14 @@ impl Store {
 /// Little-endian f32 bytes, as sqlite-vec reads a float vector.
 pub(crate) fn vector_blob(v: &[f32]) -> &[u8] {
     zerocopy::IntoBytes::as_bytes(v)
+}
+
+/// A vector back from its stored blob (little-endian f32s, as sqlite-vec
+/// stores them and [`vector_blob`] writes them).
+pub(crate) fn floats(blob: &[u8]) -> Vec<f32> {
+    blob.chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }
 
 /// Seconds since the Unix epoch, as every timestamp in the library.

@@ -143,6 +143,47 @@ const MIGRATIONS: &[&str] = &[
         WHEN EXISTS (SELECT 1 FROM documents d WHERE d.content_id = contents.id AND d.kind = 'pdf')
         THEN 'pdf-extract' ELSE 'native' END;
     "#,
+    // 8: the topic lane's candidate fetch in a large library (`store::signs`).
+    //    `chunk_signs` holds sqlite-vec's binary quantization (one bit per
+    //    dimension) of every chunk vector, written with it and deleted with
+    //    its chunk. `meta.chunks_generation` counts every change to `chunks`,
+    //    whichever process makes it, so a process holding the bits in memory
+    //    knows when to read them again. A build before v8 would write chunks
+    //    without either, so it must refuse this library: the version does.
+    //    `chunk_vectors` is made again in chunks of 64 vectors (vec0's
+    //    default is 1,024): the sign bits' candidates are rescored one point
+    //    lookup each, and vec0 reads a vector by walking its chunk's blob
+    //    from the start, so a lookup cost grew with the chunk (1,000 lookups
+    //    took 287 ms at 1M chunks in 1,024s). vec0 cannot be renamed, so the
+    //    vectors pass through a temporary table.
+    r#"
+    CREATE TEMP TABLE chunk_vectors_moved AS
+        SELECT chunk_id, embedding, fingerprint FROM chunk_vectors ORDER BY chunk_id;
+    DROP TABLE chunk_vectors;
+    CREATE VIRTUAL TABLE chunk_vectors USING vec0(
+        chunk_id INTEGER PRIMARY KEY,
+        embedding float[384] distance_metric=cosine,
+        fingerprint text,
+        chunk_size=64
+    );
+    INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint)
+        SELECT chunk_id, embedding, fingerprint FROM chunk_vectors_moved ORDER BY chunk_id;
+    DROP TABLE chunk_vectors_moved;
+    CREATE TABLE chunk_signs (
+        chunk_id    INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+        fingerprint TEXT NOT NULL,
+        bits        BLOB NOT NULL
+    );
+    INSERT INTO chunk_signs (chunk_id, fingerprint, bits)
+        SELECT chunk_id, fingerprint, vec_quantize_binary(embedding) FROM chunk_vectors;
+    INSERT OR IGNORE INTO meta (key, value) VALUES ('chunks_generation', 0);
+    CREATE TRIGGER chunks_counted_insert AFTER INSERT ON chunks BEGIN
+        UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_generation';
+    END;
+    CREATE TRIGGER chunks_counted_delete AFTER DELETE ON chunks BEGIN
+        UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_generation';
+    END;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -269,6 +310,78 @@ mod tests {
         let want: Vec<(String, Option<i64>)> =
             want.iter().map(|(s, w)| (s.to_string(), *w)).collect();
         assert_eq!(owners, want);
+    }
+
+    /// A v7 library gets sign bits for every vector it already has, so the
+    /// topic lane's fast fetch sees its old chunks as well as new ones.
+    #[test]
+    fn a_version_7_library_keeps_its_vectors_in_small_chunks_with_sign_bits() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.sqlite3");
+        {
+            crate::store::register_sqlite_vec();
+            let c = Connection::open(&p).unwrap();
+            for sql in &MIGRATIONS[..7] {
+                c.execute_batch(sql).unwrap();
+            }
+            let v: Vec<String> = (0..384)
+                .map(|d| if d % 3 == 0 { "0.5" } else { "-0.5" }.into())
+                .collect();
+            c.execute_batch(&format!(
+                "INSERT INTO contents (id, hash, extracted, chars) VALUES (1, 'h', '{{}}', 1);
+                 INSERT INTO chunks (id, content_id, seq, heading_path, section, start, end, text)
+                    VALUES (5, 1, 0, '[]', 0, 0, 1, 'x');
+                 INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (5, '[{}]', 'fp');
+                 PRAGMA user_version = 7;",
+                v.join(",")
+            ))
+            .unwrap();
+        }
+        let store = Store::open(&p).unwrap();
+        let (id, fp, bits): (i64, String, Vec<u8>) = store
+            .conn
+            .query_row(
+                "SELECT chunk_id, fingerprint, bits FROM chunk_signs",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((id, fp.as_str(), bits.len()), (5, "fp", 48));
+        assert_eq!(bits[0], 0b0100_1001, "dimensions 0, 3 and 6 are positive");
+        // The vector came through the move whole, keyed and filterable as
+        // before, now in a table of 64-vector chunks.
+        let v: Vec<f32> = (0..384)
+            .map(|d| if d % 3 == 0 { 0.5 } else { -0.5 })
+            .collect();
+        let (near, distance): (i64, f32) = store
+            .conn
+            .query_row(
+                "SELECT chunk_id, distance FROM chunk_vectors
+                 WHERE embedding MATCH ?1 AND k = 1 AND fingerprint = 'fp'",
+                [crate::store::vector_blob(&v)],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(near, 5);
+        assert!(distance.abs() < 1e-6, "{distance}");
+        let size: i64 = store
+            .conn
+            .query_row("SELECT size FROM chunk_vectors_chunks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(size, 64);
+        let orphans: Vec<_> = store
+            .orphans()
+            .unwrap()
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        // (The fixture's content has no document; that is not the move's.)
+        assert!(
+            orphans
+                .iter()
+                .all(|(what, _)| !what.contains("sign") && !what.contains("vector")),
+            "{orphans:?}"
+        );
     }
 
     #[test]

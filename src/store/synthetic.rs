@@ -13,7 +13,7 @@
 
 use rusqlite::params;
 
-use super::{DocumentState, NewChunk, NewDocument, Store, Validators};
+use super::{DocumentState, NewChunk, NewDocument, Store, Validators, floats};
 use crate::card::Card;
 use crate::error::{Error, Result};
 use crate::extract::Extracted;
@@ -180,12 +180,6 @@ pub fn built(store: &Store) -> Result<Option<String>> {
 /// The description [`grow`] records, and [`built`] compares with.
 pub fn describe(chunks: usize, per_doc: usize, sigma: f32) -> String {
     format!("{chunks} chunks, {per_doc} per document, sigma {sigma}")
-}
-
-fn floats(blob: &[u8]) -> Vec<f32> {
-    blob.chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
 }
 
 fn list(json: &str) -> Result<Vec<String>> {

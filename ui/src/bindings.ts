@@ -328,6 +328,11 @@ export type Explain = {
 	embed_ms: number | null,
 	subject_ms: number | null,
 	topic_ms: number | null,
+	/**
+	 *  How the topic lane fetched its nearest chunks (exact, or sign bits
+	 *  then exact cosines); the cosines shown are exact either way.
+	 */
+	topic_search: Search,
 };
 
 export type Failure = {
@@ -517,6 +522,21 @@ export type Resolution = { status: "resolved"; doc: number; title: string } |
 { status: "ambiguous"; candidates: Suggestion[] } | 
 /**  Nothing fits; these are the closest titles. */
 { status: "unknown"; did_you_mean: Suggestion[] };
+
+/**
+ *  How the topic lane found its nearest chunks: shown in the debug pane and
+ *  by `carrel match --explain`, and reported by the scaling bench. Either
+ *  way the cosines shown are sqlite-vec's exact ones; only which chunks were
+ *  compared differs.
+ */
+export type Search = 
+/**  sqlite-vec's exact KNN over every vector. */
+{ kind: "exact" } | 
+/**
+ *  The sign bits of `of` chunk vectors compared in memory, then the
+ *  `rescored` nearest of them scored by exact cosine.
+ */
+{ kind: "signs"; rescored: number; of: number };
 
 /**  One run of text under one heading path. */
 export type Section = {

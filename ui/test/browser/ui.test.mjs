@@ -405,6 +405,7 @@ test("the match panel shows both lanes apart with their states; the debug pane s
         ],
         reranker_skipped_by_gate: false, vetoed: 1, cosine_scorer: "cosine:all-MiniLM-L6-v2@abc",
         rerank_scorer: null, rerank_calibrated: false, embed_ms: 9.5, subject_ms: 0.4, topic_ms: 3.2,
+        topic_search: { kind: "signs", rescored: 1000, of: 120000 },
       },
     }),
   });
@@ -422,6 +423,7 @@ test("the match panel shows both lanes apart with their states; the debug pane s
   await debug.waitFor();
   assert.match(await page.getByTestId("cosine-scorer").innerText(), /cosine:all-MiniLM-L6-v2@abc/);
   assert.match(await page.getByTestId("rerank-scorer").innerText(), /not loaded/);
+  assert.match(await page.getByTestId("topic-search").innerText(), /sign bits of 120,000 chunk vectors compared, the nearest 1,000 scored by exact cosine/);
   assert.match(await debug.innerText(), /vetoed: headings do not mention the query/);
   assert.match(await debug.innerText(), /suppressed: cross-encoder unavailable/);
   assert.match(await debug.innerText(), /Deposits/);
