@@ -126,18 +126,21 @@ bench-peer: models
 ## The lanes as the library grows: synthetic libraries of SIZES chunks made
 ## from the Cranfield library's real chunks and cards (vectors copied with
 ## noise, see src/store/synthetic.rs), asked Cranfield's queries. Each size is
-## built once into $(BIN)/scale and kept; 100k chunks took 107 s to build
-## and 262 MB, so 1M takes about 20 min and 2.6 GB. One markdown row per size; JSON lines in
-## $(BIN)/scale/figures.jsonl.
+## built once into $(BIN)/scale and kept (.ci/run deletes it): 1M chunks
+## took 97 s and 2.7 GB, 3M 329 s and 8.2 GB. Each size asks ASKS queries;
+## the exact KNN they are compared with takes 8 s a query at 3M, so the
+## README's 3M row is `make bench-scale SIZES=3000000 ASKS=11`. One markdown
+## row per size; JSON lines in $(BIN)/scale/figures.jsonl.
 SIZES ?= 10000 100000 1000000
+ASKS ?= 41
 bench-scale: models
 	$(CARGO) build --release --bin carrel --bin carrel-scale
 	$(BIN)/release/carrel eval $(SHARED_EVAL)/cranfield --keep-library $(BIN)/scale/seed > /dev/null
-	@echo "| chunks | cards | db MB | topic p50 / p95 ms | subject p50 / p95 ms | peak RSS MB | nearest-chunk fetch p50 ms | recall@10 / @100 vs exact | first fetch ms |"
+	@echo "| chunks | cards | db MB | build s | topic p50 / p95 ms | subject p50 / p95 ms | fetch p50 ms: lane (exact KNN) | recall@10 / @100 | peak RSS while asking, MB |"
 	@echo "|---:|---:|---:|---:|---:|---:|---|---:|---:|"
 	@for n in $(SIZES); do \
 	  $(BIN)/release/carrel-scale $(BIN)/scale/seed $(SHARED_EVAL)/cranfield/queries.jsonl \
-	    --chunks $$n --work $(BIN)/scale --asks 41 --json $(BIN)/scale/figures.jsonl || exit 1; \
+	    --chunks $$n --work $(BIN)/scale --asks $(ASKS) --json $(BIN)/scale/figures.jsonl || exit 1; \
 	done
 
 ## Rebuild a cross-encoder from scratch (about 35 min on 2 cores) and check it

@@ -190,25 +190,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         recall_at_10: hits10 as f64 / asked10.max(1) as f64,
         recall_at_100: hits100 as f64 / asked100.max(1) as f64,
     };
+    // The README's columns, in its order.
     println!(
-        "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} | {}: {:.1} (exact {:.1}) | {:.3} / {:.3} | {:.0} |",
+        "| {} | {} | {:.0} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {}: {:.1} ({:.1}) | {:.3} / {:.3} | {:.0} |",
         figures.chunks,
         figures.cards,
         figures.db_mb,
+        figures
+            .build_s
+            .map_or("kept".to_string(), |s| format!("{s:.0}")),
         figures.topic_p50_ms,
         figures.topic_p95_ms,
         figures.subject_p50_ms,
         figures.subject_p95_ms,
-        figures.peak_rss_mb,
         match figures.search {
             Search::Exact => "exact",
-            Search::Signs { .. } => "signs",
+            Search::Signs { .. } => "sign bits",
         },
         figures.fetch_p50_ms,
         figures.exact_p50_ms,
         figures.recall_at_10,
         figures.recall_at_100,
-        figures.first_fetch_ms
+        figures.peak_rss_mb,
     );
     if let Some(path) = &args.json {
         use std::io::Write;

@@ -54,7 +54,8 @@ pub enum Search {
 }
 
 impl Search {
-    /// The sentence the debug pane and `--explain` show.
+    /// The sentence `carrel match --explain` shows (the debug pane renders
+    /// the same value in the same words, `DebugPane.svelte`).
     pub fn describe(&self) -> String {
         match self {
             Search::Exact => "exact: every chunk vector compared".into(),
