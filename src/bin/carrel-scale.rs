@@ -137,10 +137,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .take(args.asks)
         .map(|q| lib.embed_query(q))
         .collect::<carrel::Result<Vec<_>>>()?;
+    let first = vectors
+        .first()
+        .ok_or("no queries to ask: the queries file is empty or --asks is 0")?;
     let started = Instant::now();
     let (_, search) = lib
         .store()
-        .nearest_chunks(&vectors[0], TOPIC_CANDIDATES, &fp.chunk)?;
+        .nearest_chunks(first, TOPIC_CANDIDATES, &fp.chunk)?;
     let first_fetch_ms = ms(started);
     let (mut fast_ms, mut exact_ms, mut hits10, mut hits100, mut asked10, mut asked100) =
         (Vec::new(), Vec::new(), 0, 0, 0, 0);
