@@ -383,6 +383,59 @@ test("an unknown mention is an inline error with did-you-mean that fixes it", as
   await page.close();
 });
 
+test("a message sent before the typing pause is checked first, and the panel explains it, not the words typed before", async () => {
+  const { page } = await open(browser, url, {
+    ...library,
+    complete_mention: () => [],
+    check_mentions: (args) =>
+      args.message.includes("@doc:sourdogh")
+        ? [{
+            mention: { token: "@doc:sourdogh", key: "sourdogh", start: 0, end: 13 },
+            resolution: { status: "unknown", did_you_mean: [] },
+            message: "@doc:sourdogh matches no document",
+          }]
+        : [],
+    match_query: (args) => ({
+      query: args.query,
+      subject: { state: "weak", reason: null, hits: [], below_floor: [] },
+      topic: { state: "weak", reason: null, hits: [], below_floor: [] },
+      topic_vetoed: 0,
+      explain: {
+        subject: [], topic: [], reranker_skipped_by_gate: false, vetoed: 0, cosine_scorer: "cosine:m@1",
+        rerank_scorer: null, rerank_calibrated: false, embed_ms: 1, subject_ms: 1, topic_ms: 1,
+        topic_search: { kind: "exact" },
+      },
+    }),
+    ask: (args) => {
+      window.__asked = (window.__asked ?? []).concat(args.message);
+      return {
+        question: args.message, answerer: "extractive", mentions: [], context: [], notes: [],
+        outcome: { state: "no_context", reason: "nothing in the library matched" },
+      };
+    },
+  });
+  await page.getByRole("button", { name: "Chat" }).click();
+  const box = page.getByTestId("composer");
+  await box.fill("how do I keep");
+  await box.dispatchEvent("input");
+  await page.waitForFunction(() => /how do I keep/.test(document.querySelector('[data-testid="match-query"]')?.textContent ?? ""));
+  // Typed on and sent at once, inside the 250 ms pause.
+  await box.fill("how do I keep a starter alive");
+  await box.dispatchEvent("input");
+  await box.press("Enter");
+  await page.waitForFunction(() => (window.__asked ?? []).length === 1);
+  assert.deepEqual(await page.evaluate(() => window.__asked), ["how do I keep a starter alive"]);
+  await page.waitForFunction(() => /a starter alive/.test(document.querySelector('[data-testid="match-query"]')?.textContent ?? ""));
+  // A broken mention sent at once is refused, as it is after the pause.
+  await box.fill("@doc:sourdogh feeding");
+  await box.dispatchEvent("input");
+  await box.press("Enter");
+  await page.getByTestId("mention-problems").waitFor();
+  assert.deepEqual(await page.evaluate(() => window.__asked), ["how do I keep a starter alive"], "the broken mention was not sent");
+  assert.equal(await box.inputValue(), "@doc:sourdogh feeding", "the text stays to be fixed");
+  await page.close();
+});
+
 test("the match panel shows both lanes apart with their states; the debug pane shows scorers and decisions", async () => {
   const { page } = await open(browser, url, {
     ...library,
