@@ -3,9 +3,10 @@
 //! in its own process, so the driver can read its peak RSS, and prints one
 //! JSON object.
 //!
-//! - `embed-store CHUNKS`: Carrel's embedder over the exported chunk texts,
-//!   then the vectors written to the library's own `chunk_vectors` table
-//!   (sqlite-vec), one transaction: the work chromadb's `add` does.
+//! - `embed-store CHUNKS`: Carrel's embedding pool (`--jobs` workers, by
+//!   default every core but one, as `carrel add`) over the exported chunk
+//!   texts, then the vectors written to the library's own `chunk_vectors`
+//!   table (sqlite-vec), one transaction: the work chromadb's `add` does.
 //! - `export-chunks LIBRARY OUT`: every chunk text of a library exactly as
 //!   Carrel embedded it, so both systems embed the same texts.
 //! - `score-run DATASET RUN`: scores another system's ranking with the same
@@ -19,7 +20,8 @@ use clap::{Parser, Subcommand};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
-use carrel::models::{Embedder, ModelConfig, OnnxEmbedder};
+use carrel::models::pool::EmbedPool;
+use carrel::models::{Embedder, ModelConfig};
 
 #[derive(Parser)]
 struct Cli {
@@ -34,8 +36,12 @@ enum Command {
         chunks: PathBuf,
         #[arg(long, env = "CARREL_MODELS")]
         models: PathBuf,
+        /// ONNX intra-op threads per worker
         #[arg(long, default_value_t = carrel::models::DEFAULT_THREADS)]
         threads: usize,
+        /// Embedding workers [default: every core but one, as `carrel add`]
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// Write every chunk of LIBRARY as Carrel embeds it (JSONL of {"doc", "text"})
     ExportChunks {
@@ -63,6 +69,8 @@ struct Timing {
     seconds: f64,
     texts_per_s: f64,
     threads: usize,
+    /// Workers that ran (the memory cap may start fewer than asked).
+    jobs: usize,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -72,7 +80,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             chunks,
             models,
             threads,
-        } => embed_store(chunks, models, threads)?,
+            jobs,
+        } => embed_store(chunks, models, threads, jobs)?,
         Command::ExportChunks {
             library,
             out,
@@ -89,9 +98,11 @@ fn embed_store(
     chunks: PathBuf,
     models: PathBuf,
     threads: usize,
+    jobs: Option<usize>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let texts = read_chunk_texts(&chunks)?;
-    let (mut embedder, load_s) = load_embedder(models, threads)?;
+    let (mut embedder, load_s) = load_pool(models, threads, jobs)?;
+    let jobs = embedder.size().map_or(1, |s| s.running);
     let (dir, mut conn) = open_scratch_store()?;
 
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -114,6 +125,7 @@ fn embed_store(
             seconds,
             texts_per_s: texts.len() as f64 / seconds,
             threads,
+            jobs,
         })?
     );
     Ok(())
@@ -129,18 +141,29 @@ fn read_chunk_texts(chunks: &Path) -> Result<Vec<String>, Box<dyn std::error::Er
     Ok(texts)
 }
 
-/// Loads and warms up the embedder; returns it with the seconds that took.
-fn load_embedder(
+/// Starts the embedding pool and warms it up; returns it with the seconds
+/// that took, which are not counted as embedding.
+fn load_pool(
     models: PathBuf,
     threads: usize,
-) -> Result<(OnnxEmbedder, f64), Box<dyn std::error::Error>> {
+    jobs: Option<usize>,
+) -> Result<(EmbedPool, f64), Box<dyn std::error::Error>> {
     let mut config = ModelConfig::new(models);
     config.threads = threads;
+    if let Some(jobs) = jobs {
+        config.jobs = jobs;
+    }
     let t = Instant::now();
-    let mut embedder = OnnxEmbedder::load(&config)?;
-    embedder.embed(&["warm up"])?;
+    let mut pool = EmbedPool::new(config);
+    // The first text loads the first worker; the others load while it
+    // embeds 32 texts per worker (a session loads in about 0.4 s here, a
+    // text takes about 30 ms), so the timed part starts with every session
+    // warm.
+    pool.embed(&["warm up"])?;
+    let running = pool.size().map_or(1, |s| s.running);
+    pool.embed(&vec!["warm up"; 32 * running])?;
     let load_s = t.elapsed().as_secs_f64();
-    Ok((embedder, load_s))
+    Ok((pool, load_s))
 }
 
 /// Creates a scratch folder holding a database with the real schema, and
