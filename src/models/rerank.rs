@@ -103,7 +103,7 @@ const RERANK_BATCH: usize = 1;
 
 /// Cross-encoder sessions the subject lane scores on at once: a query is
 /// interactive and short, so it may use every core, up to four (past that
-/// each session gets two or three of at most ten cards).
+/// a session would score one of the six cards or none).
 pub fn rerank_sessions() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
