@@ -136,7 +136,7 @@ ASKS ?= 41
 bench-scale: models
 	$(CARGO) build --release --bin carrel --bin carrel-scale
 	$(BIN)/release/carrel eval $(SHARED_EVAL)/cranfield --keep-library $(BIN)/scale/seed > /dev/null
-	@echo "| chunks | cards | db MB | build s | topic p50 / p95 ms | subject p50 / p95 ms | fetch p50 ms: lane (exact KNN) | recall@10 / @100 | peak RSS while asking, MB |"
+	@echo "| chunks | cards | db MB | build s | topic p50 / p95 ms | subject p50 / p95 ms | fetch p50 ms: lane (exact KNN) | recall@10 / @100 | RSS while asking, MB: peak (private) |"
 	@echo "|---:|---:|---:|---:|---:|---:|---|---:|---:|"
 	@for n in $(SIZES); do \
 	  $(BIN)/release/carrel-scale $(BIN)/scale/seed $(SHARED_EVAL)/cranfield/queries.jsonl \

@@ -61,8 +61,13 @@ struct Figures {
     topic_p95_ms: f64,
     subject_p50_ms: f64,
     subject_p95_ms: f64,
-    /// Peak resident memory while asking (the build is not counted).
+    /// Peak resident memory while asking (the build is not counted). It
+    /// counts the library file's pages read through the memory map, which
+    /// the exact KNN compared against reads whole.
     peak_rss_mb: f64,
+    /// Resident memory of the process's own (anonymous) pages after
+    /// asking: the part not backed by a file.
+    private_rss_mb: f64,
     /// How the topic lane fetched its nearest chunks at this size.
     search: Search,
     /// The first fetch, which builds the sign bits when they are used.
@@ -186,6 +191,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         subject_p50_ms: percentile(&mut subject, 0.50),
         subject_p95_ms: percentile(&mut subject, 0.95),
         peak_rss_mb: peak_rss_mb(),
+        private_rss_mb: carrel::models::pool::memory_mb("RssAnon").unwrap_or(f64::NAN),
         search,
         first_fetch_ms,
         fetch_p50_ms: percentile(&mut fast_ms, 0.50),
@@ -195,7 +201,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     // The README's columns, in its order.
     println!(
-        "| {} | {} | {:.0} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {}: {:.1} ({:.1}) | {:.3} / {:.3} | {:.0} |",
+        "| {} | {} | {:.0} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {}: {:.1} ({:.1}) | {:.3} / {:.3} | {:.0} ({:.0}) |",
         figures.chunks,
         figures.cards,
         figures.db_mb,
@@ -215,6 +221,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         figures.recall_at_10,
         figures.recall_at_100,
         figures.peak_rss_mb,
+        figures.private_rss_mb,
     );
     if let Some(path) = &args.json {
         use std::io::Write;

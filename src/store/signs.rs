@@ -24,12 +24,20 @@ use crate::error::Result;
 /// From this many chunks on, candidates come from the sign bits. Measured
 /// (`make bench-scale`, release, 2 cores, 2026-12-01, vec0 chunks of 64):
 /// the exact KNN of 100 chunks took 19.5 ms p50 at 10k chunks and 222 ms at
-/// 100k, so about 44 ms at 20k; the sign bits' fetch took 9.4 ms at 100k
-/// (recall@10 of the exact KNN's chunks 1.000) and 45 ms at 1M (0.976).
+/// 100k, so about 44 ms at 20k; the sign bits' fetch (then rescoring 1,000)
+/// took 9.4 ms at 100k (recall@10 of the exact KNN's chunks 1.000) and
+/// 45 ms at 1M (0.976).
 pub const SIGNS_FROM_CHUNKS: usize = 20_000;
 
-/// Chunks rescored by exact cosine per candidate asked for.
-pub const OVERSAMPLE: usize = 10;
+/// Chunks rescored by exact cosine per candidate asked for. Measured at 1M
+/// chunks (`make bench-scale`, release, 2 vCPUs, 2026-12-02, 40 Cranfield
+/// queries; recall of the exact KNN's top 10 / top 100, lane fetch p50):
+/// 10: 0.976 / 0.926, 42 ms; 12: 0.978 / 0.941, 51 ms; 15: 0.983 / 0.957,
+/// 56 ms; 20: 0.993 / 0.971. With most of the file in the memory map
+/// ([`MMAP_SIZE`](super::MMAP_SIZE)) 10, 15 and 20 fetched in 20, 28 and
+/// 34 ms in one series (15 read 39–43 ms in later runs). 15 is the least
+/// that reaches the goal of 0.98.
+pub const OVERSAMPLE: usize = 15;
 
 /// Chunks the Hamming pass keeps per chunk rescored; the query's floats
 /// against their signs choose which of them are rescored. Against Hamming
