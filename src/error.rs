@@ -113,6 +113,28 @@ pub enum Error {
 
     #[error("stored data is malformed ({0}); this is a bug, please report it")]
     Corrupt(String),
+
+    #[error(transparent)]
+    BadKb(#[from] crate::kb::BadKb),
+
+    #[error("the shelf at {path} could not be read: {reason}")]
+    Shelf { path: PathBuf, reason: String },
+
+    #[error(
+        "no library `{kb}` on the shelf; the libraries are: {known}. `carrel kb list` shows them"
+    )]
+    UnknownKb { kb: String, known: String },
+
+    #[error("a library named `{kb}` is already on the shelf, at {dir}; choose another name")]
+    KbTaken { kb: String, dir: PathBuf },
+
+    #[error(
+        "{0} is not on the shelf (the library in use always is); `carrel kb list` shows the shelf"
+    )]
+    NotOnShelf(PathBuf),
+
+    #[error("{0} already holds a library; choose an empty folder with --dir")]
+    LibraryExists(PathBuf),
 }
 
 impl Error {

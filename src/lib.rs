@@ -22,6 +22,7 @@ pub mod eval;
 pub mod extract;
 pub mod fault;
 pub mod ingest;
+pub mod kb;
 pub mod lanes;
 pub mod library;
 pub mod mcp;

@@ -10,8 +10,9 @@ use std::path::Path;
 /// Bottom to top. Leaves first; the facade (`library`) over everything it
 /// wires; the shells (`watch`, `eval`, `mcp`, `cli`) over the facade.
 const LAYERS: &[&str] = &[
-    "score", "mention", "words", "fault", "extract", "error", "paths", "chunk", "card", "models",
-    "store", "ingest", "lanes", "answer", "library", "watch", "sweep", "eval", "mcp", "cli",
+    "score", "mention", "kb", "words", "fault", "extract", "error", "paths", "chunk", "card",
+    "models", "store", "ingest", "lanes", "answer", "library", "watch", "sweep", "eval", "mcp",
+    "cli",
 ];
 
 fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -687,3 +687,141 @@ fn ctrl_c_stops_add_between_documents_and_the_same_add_goes_on() {
     assert_eq!(report["added"], (total - kept) as u64, "{report}");
     assert_eq!(report["cancelled"], Value::Null);
 }
+
+/// `carrel` on a per-user data folder of its own (no CARREL_LIBRARY), so
+/// the shelf and the default library are the test's.
+fn carrel_home(data: &std::path::Path) -> Command {
+    let mut c = Command::cargo_bin("carrel").unwrap();
+    c.env("XDG_DATA_HOME", data)
+        .env_remove("CARREL_LIBRARY")
+        .env("CARREL_MODELS", models_dir())
+        .env_remove("CARREL_LOG");
+    c
+}
+
+fn stdout(c: &mut Command) -> String {
+    let out = c.assert().success().get_output().stdout.clone();
+    String::from_utf8(out).unwrap()
+}
+
+fn stderr_of_failure(c: &mut Command) -> String {
+    let out = c.assert().code(1).get_output().stderr.clone();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn libraries_on_the_shelf_are_named_owned_and_addressed_by_kb() {
+    let data = tempfile::tempdir().unwrap();
+    // Before anything: the default library, not created yet.
+    let v = json(stdout(carrel_home(data.path()).args(["kb", "list", "--json"])).as_bytes());
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(
+        (v[0]["state"].as_str(), v[0]["in_use"].as_bool()),
+        (Some("not_created"), Some(true))
+    );
+
+    let out = stdout(carrel_home(data.path()).args([
+        "kb",
+        "create",
+        "research",
+        "--title",
+        "Research notes",
+        "--owner",
+        "Ada",
+    ]));
+    assert!(out.contains("carrel --kb research add"), "{out}");
+    // A taken name, and a name that cannot follow `@kb:`, are refused.
+    let err = stderr_of_failure(carrel_home(data.path()).args(["kb", "create", "research"]));
+    assert!(err.contains("already on the shelf"), "{err}");
+    let err = stderr_of_failure(carrel_home(data.path()).args(["kb", "create", "Team Notes"]));
+    assert!(err.contains("is not a library name"), "{err}");
+
+    // --kb puts documents into that library and reads them from it; the
+    // library in use stays empty.
+    carrel_home(data.path())
+        .args(["--kb", "research", "add"])
+        .arg(fixtures().join("docs/getting-started.txt"))
+        .assert()
+        .success();
+    let listed = json(
+        stdout(carrel_home(data.path()).args(["--kb", "research", "list", "--json"])).as_bytes(),
+    );
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let v = json(stdout(carrel_home(data.path()).args(["kb", "list", "--json"])).as_bytes());
+    let research = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["identity"]["kb"] == "research")
+        .unwrap();
+    assert_eq!(research["documents"], 1);
+    assert_eq!(research["identity"]["owner"], "Ada");
+    assert_eq!(v[0]["state"], "not_created", "{v}");
+
+    // An unknown name lists the known ones.
+    let err = stderr_of_failure(carrel_home(data.path()).args(["--kb", "nope", "list"]));
+    assert!(
+        err.contains("no library `nope`") && err.contains("`research`"),
+        "{err}"
+    );
+
+    // Renamed, it answers to the new name only; describe sets and clears.
+    carrel_home(data.path())
+        .args(["kb", "rename", "research", "papers"])
+        .assert()
+        .success();
+    let err = stderr_of_failure(carrel_home(data.path()).args(["--kb", "research", "list"]));
+    assert!(err.contains("`papers`"), "{err}");
+    let d = json(
+        stdout(carrel_home(data.path()).args([
+            "kb",
+            "describe",
+            "papers",
+            "--description",
+            "Read in 2026",
+            "--owner",
+            "",
+            "--json",
+        ]))
+        .as_bytes(),
+    );
+    assert_eq!(
+        (
+            d["kb"].as_str(),
+            d["owner"].as_str(),
+            d["description"].as_str()
+        ),
+        (Some("papers"), None, Some("Read in 2026"))
+    );
+    assert_eq!(d["documents"], 1);
+    assert_eq!(d["scorers"]["embedder"]["state"], "known", "{d}");
+    assert!(
+        d["scorers"]["cross_encoder"]["id"]
+            .as_str()
+            .unwrap()
+            .contains('@'),
+        "{d}"
+    );
+
+    // A library folder deleted behind the shelf's back is unavailable, with
+    // the reason, never an empty library.
+    std::fs::remove_dir_all(d["dir"].as_str().unwrap()).unwrap();
+    let v = json(stdout(carrel_home(data.path()).args(["kb", "list", "--json"])).as_bytes());
+    assert_eq!(v[1]["state"], "unavailable", "{v}");
+    assert!(
+        v[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("moved or deleted"),
+        "{v}"
+    );
+    let err = stderr_of_failure(carrel_home(data.path()).args(["--kb", "papers", "list"]));
+    assert!(err.contains("no library `papers`"), "{err}");
+    // Forgotten by its folder, it leaves the shelf.
+    carrel_home(data.path())
+        .args(["kb", "forget", d["dir"].as_str().unwrap()])
+        .assert()
+        .success();
+    let v = json(stdout(carrel_home(data.path()).args(["kb", "list", "--json"])).as_bytes());
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+}

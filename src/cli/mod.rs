@@ -10,6 +10,7 @@ mod add;
 mod ask;
 mod doctor;
 mod eval;
+mod kb;
 mod list;
 mod log;
 mod matching;
@@ -44,6 +45,10 @@ pub struct Cli {
     /// shared with the app]
     #[arg(long, global = true)]
     library: Option<PathBuf>,
+    /// The library on the shelf with this name (`carrel kb list`), instead
+    /// of --library
+    #[arg(long, global = true, conflicts_with = "library")]
+    kb: Option<String>,
     /// Folder with the ONNX Runtime library and the models (`make models` fills it)
     #[arg(long, env = "CARREL_MODELS", global = true)]
     models: Option<PathBuf>,
@@ -99,6 +104,8 @@ enum Command {
     Mcp,
     /// Check the runtime, models, fingerprints and library
     Doctor(doctor::Args),
+    /// The libraries on this machine's shelf: list, create, rename, describe, forget
+    Kb(kb::Args),
 }
 
 /// Runs the subcommand `cli` names; the exit code says whether it did what
@@ -118,6 +125,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Log(args) => log::exec(&cli, args),
         Command::Mcp => mcp::exec(&cli),
         Command::Doctor(args) => doctor::exec(&cli, args),
+        Command::Kb(args) => kb::exec(&cli, args),
     }
 }
 
@@ -133,7 +141,11 @@ fn create(cli: &Cli, limits: Limits) -> Result<Library, Error> {
 }
 
 fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
-    let (dir, _) = crate::library_dir(cli.library.as_deref(), None)?;
+    let (mut dir, _) = crate::library_dir(cli.library.as_deref(), None)?;
+    if let Some(kb) = &cli.kb {
+        dir = crate::library::shelf::Shelf::load(&crate::library::shelf::shelf_path()?)?
+            .find(&dir, kb)?;
+    }
     let mut config = LibraryConfig::new(dir, models(cli)?);
     config.limits = Limits {
         isolation: isolation(cli),

@@ -8,13 +8,15 @@
 //! - [`retrieval`](self::retrieval): both lanes, the query cache, the log;
 //! - [`watches`](self::watches): the watch list (the syncing is [`crate::watch`]);
 //! - [`chat`](self::chat): grounded answers and the kept chat;
-//! - [`doctor`](self::doctor): each part, and whether it works.
+//! - [`doctor`](self::doctor): each part, and whether it works;
+//! - [`shelf`](self::shelf): the libraries kept on this machine.
 
 mod chat;
 mod doctor;
 mod documents;
 mod ingest;
 mod retrieval;
+pub mod shelf;
 mod watches;
 
 use std::path::{Path, PathBuf};

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 
 pub use onnx::OnnxEmbedder;
 pub use pool::{EmbedPool, PoolSize, Ticket};
-pub use rerank::{OnnxReranker, RerankPool, Reranker};
+pub use rerank::{OnnxReranker, RerankPool, Reranker, reranker_id};
 
 /// Dimension of every stored vector (all-MiniLM-L6-v2). The vec0 tables are
 /// declared with it; a model of another width is refused at load.

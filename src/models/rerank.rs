@@ -37,12 +37,7 @@ impl OnnxReranker {
         }
         let read =
             |name: &str| std::fs::read(dir.join(name)).map_err(|e| Error::io(dir.join(name), e));
-        let digest = sha256_file(&onnx_path).map_err(|e| Error::io(&onnx_path, e))?;
-        let name = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("reranker")
-            .to_string();
+        let id = reranker_id(cfg)?;
         let env = super::onnx::environment(&cfg.runtime_path())?;
         let tokenizer = TokenizerFiles {
             tokenizer_file: read("tokenizer.json")?,
@@ -65,11 +60,28 @@ impl OnnxReranker {
                 dir.display()
             ))
         })?;
-        Ok(OnnxReranker {
-            model,
-            id: format!("{name}@{}", &digest[..12]),
-        })
+        Ok(OnnxReranker { model, id })
     }
+}
+
+/// The cross-encoder's id, `name@sha12`: its folder's name and the first 12
+/// hex digits of its `model.onnx`'s sha256, as every score it makes is
+/// labelled; without loading it.
+pub fn reranker_id(cfg: &ModelConfig) -> Result<String> {
+    let dir = cfg.reranker_dir();
+    let onnx_path = dir.join("model.onnx");
+    let digest = sha256_file(&onnx_path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::ModelMissing {
+            what: "cross-encoder (reranker)",
+            path: onnx_path.clone(),
+        },
+        _ => Error::io(&onnx_path, e),
+    })?;
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("reranker");
+    Ok(format!("{name}@{}", &digest[..12]))
 }
 
 impl Reranker for OnnxReranker {

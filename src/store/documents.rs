@@ -93,6 +93,13 @@ pub struct Density {
 }
 
 impl Store {
+    /// How many documents the library lists, broken ones included.
+    pub fn document_count(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("SELECT count(*) FROM documents", [], |r| r.get(0))?)
+    }
+
     pub fn density(&self) -> Result<Vec<Density>> {
         let mut stmt = self.conn.prepare(
             "SELECT d.id, d.title, count(k.id), sum(length(k.text))

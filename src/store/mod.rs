@@ -6,6 +6,7 @@
 mod chat;
 mod contents;
 mod documents;
+mod identity;
 mod schema;
 pub mod signs;
 pub mod synthetic;

@@ -184,6 +184,20 @@ const MIGRATIONS: &[&str] = &[
         UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chunks_generation';
     END;
     "#,
+    // 9: the library's identity (`crate::kb`): one row, the slug it is
+    //    addressed by, a title, who keeps it, and what it holds. A library
+    //    from before v9 (and every new one, until `carrel kb create` names
+    //    it) is `default`, its owner unknown until someone sets it.
+    r#"
+    CREATE TABLE identity (
+        id          INTEGER PRIMARY KEY CHECK (id = 1),
+        kb          TEXT NOT NULL,
+        title       TEXT NOT NULL,
+        owner       TEXT,
+        description TEXT NOT NULL DEFAULT ''
+    );
+    INSERT INTO identity (id, kb, title) VALUES (1, 'default', 'Default library');
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -260,6 +274,12 @@ mod tests {
             .query_row("SELECT count(*) FROM retrieval_log", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 0);
+        // Named `default`, owner unknown, until someone names it (v9).
+        let identity = store.identity().unwrap();
+        assert_eq!(
+            (identity.kb.as_str(), identity.owner),
+            (crate::kb::DEFAULT_KB, None)
+        );
     }
 
     /// A v5 library never recorded which watch added what: the upgrade
