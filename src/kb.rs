@@ -52,11 +52,6 @@ impl Kb {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-
-    /// The slug every library has until it is named.
-    pub fn default_kb() -> Kb {
-        Kb(DEFAULT_KB.to_string())
-    }
 }
 
 impl std::fmt::Display for Kb {

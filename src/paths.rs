@@ -49,3 +49,17 @@ pub fn library_dir(flag: Option<&Path>, saved: Option<&Path>) -> Result<(PathBuf
         None => Ok((default_data_dir()?.join("library"), LibraryDirFrom::Default)),
     }
 }
+
+/// Writes `bytes` to `path` whole: into `<name>.tmp` beside it, then a
+/// rename over it, so a crash leaves the old file or the new one, never
+/// half of one. The folder is made if it is missing.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    let mut tmp = path.as_os_str().to_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}

@@ -87,14 +87,8 @@ impl Settings {
 
     pub fn save(&self) -> Result<()> {
         let path = Settings::path()?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| carrel::Error::io(dir, e))?;
-        }
-        let tmp = path.with_extension("json.tmp");
         let json = serde_json::to_vec_pretty(self).expect("settings serialise");
-        std::fs::write(&tmp, json).map_err(|e| carrel::Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| carrel::Error::io(&path, e))?;
-        Ok(())
+        Ok(carrel::paths::write_whole(&path, &json)?)
     }
 
     /// The library this app opens: `CARREL_LIBRARY`, then the saved choice,

@@ -74,7 +74,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 "{:<16} {:<24} {:<20} {:>6}  FOLDER",
                 "KB", "TITLE", "OWNER", "DOCS"
             );
-            for s in &survey {
+            for s in &survey.libraries {
                 let mark = if s.in_use { "  (in use)" } else { "" };
                 let folder = format!("{}{mark}", s.dir.display());
                 match &s.state {
@@ -110,7 +110,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             dir,
         } => {
             let kb = Kb::parse(kb)?;
-            shelf.check_free(&in_use, &kb)?;
+            shelf.survey(&in_use).check_free(&kb)?;
             let dir = match dir {
                 Some(d) => d.clone(),
                 None => crate::default_data_dir()?
@@ -142,9 +142,10 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Rename { kb, new_kb } => {
-            let dir = shelf.find(&in_use, kb)?;
+            let survey = shelf.survey(&in_use);
+            let dir = survey.find(kb)?;
             let new_kb = Kb::parse(new_kb)?;
-            shelf.check_free(&in_use, &new_kb)?;
+            survey.check_free(&new_kb)?;
             let store = Store::open(&dir.join(DATABASE_FILE))?;
             let identity = Identity {
                 kb: new_kb,
@@ -156,7 +157,8 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         }
         Command::Forget { kb_or_dir } => {
             let dir = shelf
-                .find(&in_use, kb_or_dir)
+                .survey(&in_use)
+                .find(kb_or_dir)
                 .unwrap_or_else(|_| PathBuf::from(kb_or_dir));
             if !shelf.forget(&dir) {
                 return Err(Error::NotOnShelf(dir));
@@ -172,7 +174,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             description,
             json,
         } => {
-            let dir = shelf.find(&in_use, kb)?;
+            let dir = shelf.survey(&in_use).find(kb)?;
             let store = Store::open(&dir.join(DATABASE_FILE))?;
             let mut identity = store.identity()?;
             if title.is_some() || owner.is_some() || description.is_some() {

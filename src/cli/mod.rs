@@ -144,7 +144,8 @@ fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
     let (mut dir, _) = crate::library_dir(cli.library.as_deref(), None)?;
     if let Some(kb) = &cli.kb {
         dir = crate::library::shelf::Shelf::load(&crate::library::shelf::shelf_path()?)?
-            .find(&dir, kb)?;
+            .survey(&dir)
+            .find(kb)?;
     }
     let mut config = LibraryConfig::new(dir, models(cli)?);
     config.limits = Limits {

@@ -49,13 +49,12 @@ impl Shelf {
     /// Writes the shelf to `path` whole: a temporary file, then a rename,
     /// so a crash leaves the old shelf or the new one.
     pub fn save(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        let json = serde_json::to_vec_pretty(self).expect("the shelf serialises");
-        std::fs::write(&tmp, json).map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+        // A folder whose path is not UTF-8 cannot be written as JSON.
+        let json = serde_json::to_vec_pretty(self).map_err(|e| Error::Shelf {
+            path: path.to_path_buf(),
+            reason: format!("it could not be written: {e}"),
+        })?;
+        crate::paths::write_whole(path, &json)
     }
 
     /// Adds a library folder, once.
@@ -115,8 +114,9 @@ pub struct Shelved {
 impl Shelf {
     /// Opens every library on the shelf (`in_use` first) and says how each
     /// stands.
-    pub fn survey(&self, in_use: &Path) -> Vec<Shelved> {
-        self.local_dirs(Some(in_use))
+    pub fn survey(&self, in_use: &Path) -> Survey {
+        let libraries = self
+            .local_dirs(Some(in_use))
             .into_iter()
             .map(|dir| {
                 let is_in_use = same_dir(&dir, in_use);
@@ -148,17 +148,28 @@ impl Shelf {
                     state,
                 }
             })
-            .collect()
+            .collect();
+        Survey { libraries }
     }
+}
 
+/// The shelf's libraries as they stood when surveyed, each opened once:
+/// what names are taken and where each name is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Survey {
+    pub libraries: Vec<Shelved>,
+}
+
+impl Survey {
     /// The folder of the library named `kb`; an unknown name is an error
     /// that lists the known ones.
-    pub fn find(&self, in_use: &Path, kb: &str) -> Result<PathBuf> {
-        let survey = self.survey(in_use);
-        if let Some(found) = survey.iter().find(|s| s.name() == Some(kb)) {
+    pub fn find(&self, kb: &str) -> Result<PathBuf> {
+        if let Some(found) = self.libraries.iter().find(|s| s.name() == Some(kb)) {
             return Ok(found.dir.clone());
         }
-        let names: Vec<String> = survey
+        let names: Vec<String> = self
+            .libraries
             .iter()
             .filter_map(|s| Some(format!("`{}`", s.name()?)))
             .collect();
@@ -173,15 +184,15 @@ impl Shelf {
     }
 
     /// Refuses `kb` when a library on the shelf already has that name.
-    pub fn check_free(&self, in_use: &Path, kb: &Kb) -> Result<()> {
+    pub fn check_free(&self, kb: &Kb) -> Result<()> {
         match self
-            .survey(in_use)
-            .into_iter()
+            .libraries
+            .iter()
             .find(|s| s.name() == Some(kb.as_str()))
         {
             Some(taken) => Err(Error::KbTaken {
                 kb: kb.to_string(),
-                dir: taken.dir,
+                dir: taken.dir.clone(),
             }),
             None => Ok(()),
         }
@@ -266,18 +277,18 @@ mod tests {
             .unwrap();
         let mut shelf = Shelf::default();
         shelf.add_local(&research);
-        assert_eq!(shelf.find(&in_use, "research").unwrap(), research);
-        assert_eq!(shelf.find(&in_use, "default").unwrap(), in_use);
-        let err = shelf.find(&in_use, "nope").unwrap_err().to_string();
+        let survey = shelf.survey(&in_use);
+        assert_eq!(survey.find("research").unwrap(), research);
+        assert_eq!(survey.find("default").unwrap(), in_use);
+        let err = survey.find("nope").unwrap_err().to_string();
         assert!(err.contains("`default`, `research`"), "{err}");
-        let taken = shelf.check_free(&in_use, &Kb::default_kb()).unwrap_err();
+        let default = Kb::parse(crate::kb::DEFAULT_KB).unwrap();
+        let taken = survey.check_free(&default).unwrap_err();
         assert!(
             taken.to_string().contains("already on the shelf"),
             "{taken}"
         );
-        shelf
-            .check_free(&in_use, &Kb::parse("papers").unwrap())
-            .unwrap();
+        survey.check_free(&Kb::parse("papers").unwrap()).unwrap();
         assert!(!in_use.exists(), "looking created the library in use");
     }
 }
