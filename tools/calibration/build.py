@@ -20,6 +20,7 @@ Python 3 standard library only. Same packages in, same bytes out.
 
 import argparse
 import collections
+import functools
 import glob
 import gzip
 import hashlib
@@ -266,11 +267,30 @@ def stem(w):
     return w[:5]
 
 
+@functools.lru_cache(maxsize=None)
+def stems_of(text):
+    """The stems of a text's words (cached: the about rule judges every node
+    against every query)."""
+    return frozenset(stem(w) for w in words(text))
+
+
 def about_missing(term, info):
     """The term's content words found neither in the node's title nor its lead."""
     name, heading, lead = info
-    hay = {stem(w) for w in words(name + " " + heading + " " + lead)}
+    hay = stems_of(name + " " + heading + " " + lead)
     return [w for w in content_words(term) if stem(w) not in hay]
+
+
+@functools.lru_cache(maxsize=None)
+def term_stems(term):
+    return frozenset(stem(w) for w in content_words(term))
+
+
+def titled(term, info):
+    """Every content word of the term is in the node's name or heading."""
+    name, heading, _ = info
+    wanted = term_stems(term)
+    return bool(wanted) and wanted <= stems_of(name + " " + heading)
 
 
 def about_verdict(term, targets, node_info):
@@ -289,7 +309,7 @@ def about_verdict(term, targets, node_info):
     if re.search(r"[_=()\[\]{}\\/|<>`:]", t):
         return "code-like"
     name, heading, lead = node_info[target]
-    title = {stem(w) for w in words(name + " " + heading)}
+    title = stems_of(name + " " + heading)
     if not any(stem(w) in title for w in cws):
         return "no content word in node title"
     missing = about_missing(t, node_info[target])
@@ -434,22 +454,23 @@ def main():
             "about_queries": len(fresh), "dropped": dict(sorted(dropped.items())),
         }
 
-    # grep and sed (and others) share nodes of the same name, such as
-    # "Back-references and Subexpressions" or "Reporting Bugs". A query that
-    # the rule accepts for a same-named node of another manual is about that
-    # node too, so it is relevant there as well.
-    by_name = collections.defaultdict(list)
-    for manual, (node_info, node_id) in manuals.items():
-        for name in node_info:
-            by_name[name.lower()].append((manual, name))
+    # An index term names the one node its own index points at, but other
+    # nodes can be about it too: grep's and sed's "Character Classes and
+    # Bracket Expressions", bash's and screen's startup files. Without the
+    # index's word for it, another node is about the term only when its title
+    # names all of it: every content word of the term in the node's name or
+    # section heading (the about rule's lead allowance is for the index's own
+    # target; on other nodes it let "change SELinux context" reach diffutils'
+    # "Context"). `qrels-index.tsv` keeps only the index's own targets.
+    index_qrels = list(qrels)
     extra = []
     for q in queries:
-        for manual, name in by_name[q["node"].lower()]:
-            if manual == q["manual"]:
-                continue
-            node_info, node_id = manuals[manual]
-            if about_verdict(q["text"], [name], node_info) == "keep":
-                extra.append((q["_id"], node_id[name]))
+        for manual, (node_info, node_id) in manuals.items():
+            for name in node_info:
+                if manual == q["manual"] and name == q["node"]:
+                    continue
+                if titled(q["text"], node_info[name]):
+                    extra.append((q["_id"], node_id[name]))
     qrels = sorted(qrels + extra, key=lambda r: (r[0], r[1]))
     order = {q["_id"]: i for i, q in enumerate(queries)}
     qrels.sort(key=lambda r: (order[r[0]], r[1]))
@@ -486,6 +507,10 @@ def main():
         f.write("query-id\tcorpus-id\tscore\n")
         for qid, cid in qrels:
             f.write("%s\t%s\t1\n" % (qid, cid))
+    with open(os.path.join(args.out, "qrels-index.tsv"), "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        for qid, cid in index_qrels:
+            f.write("%s\t%s\t1\n" % (qid, cid))
     with open(os.path.join(args.out, "selection.tsv"), "w", encoding="utf-8") as f:
         f.write("manual\tterm\ttarget-nodes\tverdict\n")
         for row in selection:
@@ -498,7 +523,7 @@ def main():
     n_about = len(queries) - len(noise)
     print("calibration set written to %s in %.1fs" % (args.out, time.time() - t0))
     print("  documents:      %d" % len(docs))
-    print("  about queries:  %d (%d qrels; %d of them a same-named node in another manual)"
+    print("  about queries:  %d (%d qrels; %d of them another node the about rule accepts)"
           % (n_about, len(qrels), len(extra)))
     print("  noise queries:  %d (%d distinct collision words)"
           % (len(noise), len({n["collides_with"] for n in noise})))
