@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make reranker`: rebuilds one of Carrel's cross-encoders from scratch and
 # checks it against the committed one in models/$CE. CE=carrel-ce-v2 (the
-# default) or CE=carrel-ce-v1.
+# default), CE=carrel-ce-v3 (v2's data less the negatives whose title names
+# the whole query) or CE=carrel-ce-v1.
 #   1. the training environment (tools/reranker/requirements.txt) in a venv;
 #   2. the corpus by package name (bench/fetch-corpus.sh: Python and Node.js
 #      docs, State of the Union texts; the R PDFs are not used); v2 adds 33
@@ -35,11 +36,13 @@ cards="${CARGO_TARGET_DIR:-target}/release/carrel-cards"
 ce="${CE:-carrel-ce-v2}"
 case "$ce" in
   carrel-ce-v1) pairs_args=() ;;
-  carrel-ce-v2)
+  carrel-ce-v2 | carrel-ce-v3)
     python3 tools/reranker/manuals.py "$work/manuals"
     "$cards" "$work/manuals/corpus" --out "$work/manual_docs.jsonl"
-    pairs_args=(--manuals "$work/manuals/queries.jsonl" "$work/manual_docs.jsonl" --base "$base" --max-train-pairs 24000) ;;
-  *) echo "CE must be carrel-ce-v1 or carrel-ce-v2" >&2; exit 2 ;;
+    pairs_args=(--manuals "$work/manuals/queries.jsonl" "$work/manual_docs.jsonl" --base "$base" --max-train-pairs 24000)
+    # v3: v2's data, less the negatives whose title names the whole query.
+    if [ "$ce" = carrel-ce-v3 ]; then pairs_args+=(--spare-titled); fi ;;
+  *) echo "CE must be carrel-ce-v1, carrel-ce-v2 or carrel-ce-v3" >&2; exit 2 ;;
 esac
 "$py" tools/reranker/pairs.py "$work/docs.jsonl" "$work/$ce.pairs.jsonl" "${pairs_args[@]}"
 "$py" tools/reranker/train.py "$work/$ce.pairs.jsonl" --base "$base" --out "$work/$ce.trained"

@@ -31,11 +31,16 @@ trims the older title data.
 import argparse
 import hashlib
 import json
+import os
 import random
 import re
+import sys
 from collections import defaultdict
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calibration"))
+import build as calib  # noqa: E402  (the calibration set's relevance rule: one owner)
 
 STOP = set(
     """a an the and or of to in on for with by from as at is are be this that
@@ -187,6 +192,9 @@ def main():
     ap.add_argument("--manuals", nargs=2, metavar=("QUERIES", "DOCS"),
                     help="manuals.py's queries.jsonl and carrel-cards of its corpus (carrel-ce-v2)")
     ap.add_argument("--base", help="the bi-encoder, to mine served negatives (carrel-ce-v2)")
+    ap.add_argument("--spare-titled", action="store_true",
+                    help="never take as a negative a card whose title names the whole query "
+                         "(the calibration set's relevance rule; carrel-ce-v3)")
     args = ap.parse_args()
     if args.manuals and not args.base:
         ap.error("--manuals needs --base (the bi-encoder that mines served negatives)")
@@ -273,11 +281,30 @@ def main():
         cut = text[:560]
         return cut[: cut.rfind(" ")] if len(text) > 560 and " " in cut else cut
 
-    rows, n_train = [], 0
+    def heading(d):
+        """A card's section heading under its title (an info node's `##`)."""
+        paths = [s["heading_path"] for s in d["sections"] if len(s["heading_path"]) > 1]
+        return paths[0][1] if paths else ""
+
+    headings = [heading(d) for d in docs]
+
+    def about_too(q, j):
+        """The calibration set's rule for nodes other than an index's
+        target: card j is about q too when its title names all of q."""
+        return calib.titled(q, (docs[j]["title"], headings[j], ""))
+
+    rows, n_train, spared = [], 0, 0
     for g, (sp, kind, q, i, section) in enumerate(groups):
         pool = pools[sp]
         out = [(kind, docs[i]["card"], 1)]
         others = [j for j in pool if j != i and docs[j]["title"] != docs[i]["title"]]
+        if args.spare_titled:
+            # Another manual's "Startup Files" is about "startup files" too:
+            # as a negative it would teach the model to split hairs the
+            # lane is judged without.
+            kept = [j for j in others if not about_too(q, j)]
+            spared += len(others) - len(kept)
+            others = kept
         out.append(("random", docs[rng.choice(others)]["card"], 0))
         near = sorted(others, key=lambda j: -sims[i, j])[:8]
         if collisions is None:
@@ -295,7 +322,8 @@ def main():
             served = [others[k] for k in np.argsort(-qs)[:10]]
             for j in rng.sample(served, min(3, len(served))):
                 out.append(("served", docs[j]["card"], 0))
-            for k, j in collisions.negatives(q, i, pool_sets[sp], rng):
+            allowed = set(others) if args.spare_titled else pool_sets[sp]
+            for k, j in collisions.negatives(q, i, allowed, rng):
                 out.append((k, docs[j]["card"], 0))
         if section is not None and rng.random() < 0.25:
             out.append(("section", snippet(section), 1))
@@ -317,6 +345,8 @@ def main():
     counts = defaultdict(int)
     for r in rows:
         counts[(r["split"], r["label"])] += 1
+    if args.spare_titled:
+        print(f"pairs: {spared} (query, card) candidates spared as negatives: the card's title names the query")
     print(
         f"pairs: {len(docs)} pages ({len(pools['heldout'])} held out), {len(groups)} queries; "
         + ", ".join(f"{s} {'pos' if l else 'neg'} {n}" for (s, l), n in sorted(counts.items()))
