@@ -113,8 +113,9 @@ impl Default for Floors {
 
 impl Floors {
     /// Adds one query as each floor would judge it: the cosine of its
-    /// relevant card (of any card, for noise); the top logit among the
-    /// reranked cards; the best passage the veto let through.
+    /// relevant card (of any card, for noise); the logit of the card the
+    /// subject lane would fire on (the first card both its scorers agree
+    /// on); the best passage the veto let through.
     fn judge(
         &mut self,
         noise: bool,
@@ -131,11 +132,15 @@ impl Floors {
                 .filter(|(d, _, _)| noise || is_relevant(d))
                 .map(|(d, c, _)| (c.get(), is_relevant(d))),
         );
-        let logit = best(
-            &mut subject
-                .iter()
-                .filter_map(|(d, _, l)| l.map(|l| (l.get(), is_relevant(d)))),
-        );
+        // The logit the lane would fire on: its first card's, when the
+        // scorers agree on it (`first_agreed`); none when they disagree.
+        let scored: Vec<(&String, Cosine, RerankLogit)> = subject
+            .iter()
+            .filter_map(|(d, c, l)| l.map(|l| (d, *c, l)))
+            .collect();
+        let pairs: Vec<(Cosine, RerankLogit)> = scored.iter().map(|(_, c, l)| (*c, *l)).collect();
+        let logit = crate::lanes::subject::first_agreed(&pairs)
+            .map(|i| (scored[i].2.get(), is_relevant(scored[i].0)));
         let passage = best(
             &mut topic
                 .iter()
@@ -275,6 +280,18 @@ pub struct QueryResult {
     pub topic: LaneRanking,
     pub bm25: Vec<String>,
     pub noise: bool,
+    /// Every card the subject lane looked at, in its cosine order, with the
+    /// cross-encoder's logit where it scored the card: what any floor or
+    /// margin on either scale can be recomputed from.
+    pub subject_candidates: Vec<CardScores>,
+}
+
+/// One card the subject lane looked at for a query, on both its scales.
+#[derive(Debug, Clone, Serialize)]
+pub struct CardScores {
+    pub doc: String,
+    pub cosine: Cosine,
+    pub rerank: Option<RerankLogit>,
 }
 
 /// Query latency in milliseconds over every query of the run.
@@ -774,6 +791,14 @@ impl Tally {
                 },
                 bm25: bm25_docs,
                 noise,
+                subject_candidates: subject_candidates
+                    .into_iter()
+                    .map(|(doc, cosine, rerank)| CardScores {
+                        doc,
+                        cosine,
+                        rerank,
+                    })
+                    .collect(),
             },
         );
     }

@@ -370,7 +370,8 @@ fn doctor_and_add_say_what_to_do_when_models_are_missing() {
             .as_str()
             .unwrap()
             .starts_with(&format!(
-                "carrel-ce-v1@{}",
+                "{}@{}",
+                carrel::models::RERANKER_NAME,
                 carrel::lanes::subject::RERANK_FLOOR_MODEL
             )),
         "{}",
@@ -410,13 +411,14 @@ fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
     assert_eq!(v["subject"]["state"], "ready");
     let subject = &v["subject"]["hits"][0];
     assert_eq!(subject["title"], "Bicycle Chain Maintenance");
-    assert!(subject["rerank"].as_f64().unwrap() >= 1.9);
+    let floor = carrel::lanes::subject::RERANK_FLOOR.value().get() as f64;
+    assert!(subject["rerank"].as_f64().unwrap() >= floor);
     assert_eq!(subject["calibrated"], true);
     assert!(
         subject["scorer"]
             .as_str()
             .unwrap()
-            .starts_with("cross-encoder:carrel-ce-v1@")
+            .starts_with(&format!("cross-encoder:{}@", carrel::models::RERANKER_NAME))
     );
     assert_eq!(v["topic"]["state"], "ready");
     assert!(v["topic_vetoed"].is_u64());

@@ -174,19 +174,49 @@ fn every_reranker_failure_suppresses_the_lane_and_says_why_without_changing_elig
     check(&lib.match_query(QUERY, 10).unwrap(), "no usable score");
 }
 
+/// Scores the cards in the order the lane hands them over (its cosine
+/// order): all over any floor, the rest reversed, so an order shown can only
+/// be the cross-encoder's, and cosine's first card either kept first (the
+/// two scorers agree) or sent last (they disagree).
+struct Positional {
+    agree: bool,
+}
+
+impl Reranker for Positional {
+    fn model_id(&self) -> &str {
+        "fake@test"
+    }
+    fn rerank(&mut self, _query: &str, documents: &[&str]) -> carrel::Result<Vec<f32>> {
+        let n = documents.len() as f32;
+        Ok((0..documents.len())
+            .map(|i| match (i, self.agree) {
+                (0, true) => 100.0 + n,
+                (0, false) => 99.0,
+                _ => 100.0 + i as f32,
+            })
+            .collect())
+    }
+}
+
+/// The query both Positional tests ask: three cards of the labelled set
+/// (composting, beekeeping, sourdough) are eligible for it.
+const HOBBIES: &str = "a beginner's guide to home hobbies: sourdough, compost, bees and bikes";
+
 #[test]
 fn the_cross_encoder_orders_but_cosine_is_the_number_shown() {
     let _serial = serial();
     let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
-    lib.set_reranker(Box::new(Fake {
-        sleep: Duration::ZERO,
-        nan: false,
-    }));
-    let r = lib
-        .match_query("keeping a starter culture healthy", 10)
-        .unwrap();
+    lib.set_reranker(Box::new(Positional { agree: true }));
+    let r = lib.match_query(HOBBIES, 10).unwrap();
     let hits = r.subject.hits();
-    assert!(!hits.is_empty());
+    assert!(hits.len() >= 3, "{hits:?}");
+    let by_cosine: Vec<i64> = r.explain.subject.iter().map(|c| c.doc).collect();
+    assert_eq!(hits[0].doc, by_cosine[0], "both scorers put it first");
+    assert_ne!(
+        hits.iter().map(|h| h.doc).collect::<Vec<_>>(),
+        by_cosine[..hits.len()],
+        "after the first, the cross-encoder's order, not cosine's"
+    );
     for pair in hits.windows(2) {
         assert!(
             pair[0].rerank >= pair[1].rerank,
@@ -257,6 +287,38 @@ fn labelled_set_has_no_subject_noise_leaks() {
     assert_eq!(report.per_query["r01"].bm25[0], "sourdough-starter.md");
 }
 
+/// Precise over complete: when the cross-encoder's first card is not
+/// cosine's, the lane cannot say which document the query is about, so it
+/// admits nothing and shows every card it held back as `disputed`.
+#[test]
+fn the_lane_stays_silent_when_its_scorers_disagree_on_the_first_card() {
+    let _serial = serial();
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    lib.set_reranker(Box::new(Positional { agree: false }));
+    let r = lib.match_query(HOBBIES, 10).unwrap();
+    assert!(!r.subject.has_ready_hits(), "{:?}", r.subject.hits());
+    let scored: Vec<_> = r
+        .explain
+        .subject
+        .iter()
+        .filter(|c| c.rerank.is_some())
+        .collect();
+    assert!(scored.len() >= 2, "{scored:?}");
+    assert!(
+        scored.iter().all(|c| c.decision == Decision::Disputed),
+        "{scored:?}"
+    );
+    // Held back, not lost: each disputed card is still shown, apart from hits.
+    let shown: Vec<i64> = r
+        .subject
+        .hits()
+        .iter()
+        .chain(r.subject.below_floor())
+        .map(|h| h.doc)
+        .collect();
+    assert!(scored.iter().all(|c| shown.contains(&c.doc)), "{shown:?}");
+}
+
 /// Counts the texts it is asked to score.
 struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
@@ -317,7 +379,7 @@ fn repeated_queries_hit_the_cache_until_the_library_changes() {
 fn a_cross_encoder_installed_later_is_found_when_next_needed() {
     let _serial = serial();
     let later = tempfile::tempdir().unwrap();
-    let dir = later.path().join("carrel-ce-v1");
+    let dir = later.path().join(carrel::models::RERANKER_NAME);
     let mut models = models();
     models.reranker = Some(dir.clone());
     let (_d, mut lib) = labelled_library(models, Duration::from_secs(30));

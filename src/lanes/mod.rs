@@ -127,6 +127,9 @@ pub enum Decision {
     BelowCosineFloor,
     /// Eligible by cosine, refused by the cross-encoder's floor.
     BelowRerankFloor,
+    /// Over both floors, but the cross-encoder and cosine put different
+    /// cards first, so the subject lane does not fire on this query.
+    Disputed,
     /// The passage's headings and title do not mention the query.
     Vetoed,
     /// Eligible, but the cross-encoder could not run: suppressed.
@@ -140,6 +143,7 @@ impl Decision {
             Decision::BelowGate => "below_gate",
             Decision::BelowCosineFloor => "below_cosine_floor",
             Decision::BelowRerankFloor => "below_rerank_floor",
+            Decision::Disputed => "disputed",
             Decision::Vetoed => "vetoed",
             Decision::RerankerUnavailable => "reranker_unavailable",
         }

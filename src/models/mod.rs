@@ -47,9 +47,10 @@ pub const EMBEDDER_TOKENIZER_SHA256: &str =
 /// The ONNX Runtime library file `make models` installs (1.24 or newer works).
 pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.24.4";
 pub const POOLING: &str = "mean";
-/// The cross-encoder Carrel ships (`models/carrel-ce-v1`, see its
-/// MODEL_CARD.md); `make models` installs it beside the embedder.
-pub const RERANKER_NAME: &str = "carrel-ce-v1";
+/// The cross-encoder Carrel ships (`models/carrel-ce-v2`, see its
+/// MODEL_CARD.md); `make models` installs it beside the embedder, with
+/// carrel-ce-v1 (`--reranker` loads either).
+pub const RERANKER_NAME: &str = "carrel-ce-v2";
 pub const DEFAULT_MAX_LENGTH: usize = 256;
 /// One intra-op thread beat two on a 2-core machine (DESIGN.md), and leaves
 /// a core for extraction and the UI.

@@ -73,7 +73,7 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
             subject = v["subject"]["hits"][0]
             self.assertEqual(v["subject"]["state"], "ready")
             self.assertEqual(subject["title"], "Bicycle Chain Maintenance")
-            self.assertTrue(subject["scorer"].startswith("cross-encoder:carrel-ce-v1@"))
+            self.assertTrue(subject["scorer"].startswith("cross-encoder:carrel-ce-v2@"))
             self.assertTrue(subject["locations"][0]["source"].endswith("bicycle-chain.md"))
             hit = v["topic"]["hits"][0]
             self.assertEqual(hit["title"], "Bicycle Chain Maintenance")

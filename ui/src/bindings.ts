@@ -203,6 +203,11 @@ export type Decision = "admitted" |
 "below_cosine_floor" | 
 /**  Eligible by cosine, refused by the cross-encoder's floor. */
 "below_rerank_floor" | 
+/**
+ *  Over both floors, but the cross-encoder and cosine put different
+ *  cards first, so the subject lane does not fire on this query.
+ */
+"disputed" | 
 /**  The passage's headings and title do not mention the query. */
 "vetoed" | 
 /**  Eligible, but the cross-encoder could not run: suppressed. */

@@ -223,7 +223,7 @@ test("the debug pane shows scorer ids, calibration and decisions", async () => {
   await box.addValue("sourdough starter feeding");
   const pane = await $t("debug-pane");
   await pane.waitForDisplayed({ timeout: 30000 });
-  await until("the cross-encoder id", async () => /cross-encoder:carrel-ce-v1@/.test(await (await $t("rerank-scorer")).getText()), 30000);
+  await until("the cross-encoder id", async () => /cross-encoder:carrel-ce-v2@/.test(await (await $t("rerank-scorer")).getText()), 30000);
   assert.match(await (await $t("cosine-scorer")).getText(), /^cosine:/);
   assert.match(await (await $t("rerank-scorer")).getText(), /calibrated/);
   assert.match(await pane.getText(), /admitted|below|vetoed/);
@@ -251,7 +251,7 @@ test("settings show the models, the database check and the cold start", async ()
   await (await browser.$('[data-nav="settings"]')).click();
   const doctor = await $t("doctor");
   await until("the doctor", async () => /integrity ok/.test(await doctor.getText()), 30000);
-  assert.match(await doctor.getText(), /carrel-ce-v1@/);
+  assert.match(await doctor.getText(), /carrel-ce-v2@/);
   const started = await $t("first-paint");
   const ms = Number((await started.getText()).match(/([\d.]+) ms/)?.[1]);
   assert.ok(ms > 0, "the app reports its cold start");
