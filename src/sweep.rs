@@ -117,12 +117,13 @@ impl Sweep {
 impl Sweep {
     /// Draws the curve as an SVG at `path`: relevant queries admitted on a
     /// right candidate and noise admitted, in percent, as the floor moves;
-    /// the floor in use and the operating point marked.
-    pub fn plot(&self, path: &Path, title: &str) -> Result<()> {
+    /// the floor in use and the operating point marked. False, and no file,
+    /// when no query was judged, so there is no curve to draw.
+    pub fn plot(&self, path: &Path, title: &str) -> Result<bool> {
         use plotters::prelude::*;
         let curve = self.curve();
         let (Some(lo), Some(hi)) = (curve.first(), curve.last()) else {
-            return Ok(()); // nothing was judged: no curve to draw
+            return Ok(false);
         };
         let (lo, hi) = (lo.value.min(self.current), hi.value.max(self.current));
         let plot_err = |e: &dyn std::fmt::Display| Error::Eval(format!("{}: {e}", path.display()));
@@ -185,7 +186,7 @@ impl Sweep {
             .draw()
             .map_err(|e| plot_err(&e))?;
         root.present().map_err(|e| plot_err(&e))?;
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -229,5 +230,19 @@ mod tests {
         assert_eq!(at.relevant_fired, 4.0 / 5.0);
         assert_eq!(s.curve().len(), 6);
         assert!(Sweep::new("no noise", 0.0).operating_point(0.01).is_none());
+    }
+
+    /// Regression: `carrel eval --plot` said "wrote" for a floor that had
+    /// judged no query, and no file was there.
+    #[test]
+    fn a_floor_that_judged_nothing_draws_no_file_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.svg");
+        assert!(!Sweep::new("empty", 0.5).plot(&path, "t").unwrap());
+        assert!(!path.exists());
+        let mut s = Sweep::new("one", 0.5);
+        s.points.push(judged(0.7, false, true));
+        assert!(s.plot(&path, "t").unwrap());
+        assert!(path.exists());
     }
 }

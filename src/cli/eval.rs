@@ -179,8 +179,11 @@ fn plot_floors(
     for s in &report.floors {
         let name = crate::mention::slug(s.floor.split('(').next().unwrap_or(&s.floor));
         let path = out.join(format!("{set}-{name}.svg"));
-        s.plot(&path, &set)?;
-        eprintln!("wrote {}", path.display());
+        if s.plot(&path, &set)? {
+            eprintln!("wrote {}", path.display());
+        } else {
+            eprintln!("{}: no query was judged, so no curve was drawn", s.floor);
+        }
     }
     Ok(())
 }
