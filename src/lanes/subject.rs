@@ -51,13 +51,14 @@ pub const SUBJECT_FLOOR: Floor<Cosine> = Floor::new(
 /// none of its 13 manuals is in v2's training data) and fixtures/labelled
 /// (26 + 13 noise) the highest agreed logit of a noise query is −0.325
 /// ("why does my dog keep chasing its tail" on coreutils' `tail`), the next
-/// −1.29 ("Pond's face cream ingredients" on the pond-ecology card). At −0.3 the lane fires on 205
-/// of 404 calibration queries (51%), its first hit right on 92.7% of them
-/// (89.3% by the index's own targets alone), 0 of 173 noise; on labelled
-/// on 16 of 26, right on all 16, 0 of 13 noise. The 1%-noise point (−1.29)
-/// would fire on 53% and 69% with 1 noise query admitted. carrel-ce-v1's
-/// scale is another: under its floor (1.9) with the same rule it fired on
-/// 51%, right on 87%; no v1 floor reaches 90%.
+/// −1.29 ("Pond's face cream ingredients" on the pond-ecology card). At −0.3
+/// the lane fires on 205 of 404 calibration queries (51%), its first hit
+/// right on 92.7% of them (89.3% by the index's own targets alone), 0 of
+/// 173 noise; on labelled on 16 of 26, right on all 16, 0 of 13 noise. Just
+/// over −1.29 it would fire on 53% of calibration queries with 1 noise
+/// query admitted (its 1%-noise point), and on 73% of labelled ones.
+/// carrel-ce-v1's scale is another: under its floor (1.9) with the same
+/// rule it fired on 51%, right on 87%; no v1 floor reaches 90%.
 pub const RERANK_FLOOR: Floor<RerankLogit> = Floor::new(
     RerankLogit::new(-0.3),
     "carrel-ce-v2 (136a06028a75), first card agreed by cosine: zero-noise point of the calibration set \
