@@ -582,11 +582,22 @@ fn index(
     // Broken documents (the BEIR sets have a few empty ones) stay counted:
     // they cannot be retrieved, and the report says how many there were.
     lib.add_sources(sources, Vec::new(), progress)?;
-    let docs: Vec<_> = lib
+    let (docs, foreign): (Vec<_>, Vec<_>) = lib
         .list()?
         .into_iter()
-        .filter(|d| ids.contains_key(&d.source))
-        .collect();
+        .partition(|d| ids.contains_key(&d.source));
+    // A document from elsewhere (another set, or this one by another path)
+    // can hold a candidate's first location; its corpus id is unknown, so
+    // every figure would read as found nothing. Refuse instead.
+    if let Some(first) = foreign.first() {
+        return Err(Error::Eval(format!(
+            "the evaluation library at {} holds {} documents that are not in this set (first: {}), \
+             so its figures would be wrong: give --keep-library a folder of its own for each set and path",
+            config.dir.display(),
+            foreign.len(),
+            first.source
+        )));
+    }
     let broken = docs.iter().filter(|d| d.state == "broken").count();
     // Library doc id → corpus id (every location of a shared content).
     let doc_ids: HashMap<i64, String> = docs

@@ -319,6 +319,41 @@ fn the_lane_stays_silent_when_its_scorers_disagree_on_the_first_card() {
     assert!(scored.iter().all(|c| shown.contains(&c.doc)), "{shown:?}");
 }
 
+/// Regression: a kept evaluation library reached through another path to
+/// the same set held every document twice; candidates named the old copies,
+/// which the run could not map, and every figure read as found nothing.
+#[test]
+fn an_eval_library_holding_documents_of_another_set_is_refused() {
+    let _serial = serial();
+    let kept = tempfile::tempdir().unwrap();
+    let config = || LibraryConfig::new(kept.path().to_path_buf(), models());
+    let first = carrel::eval::run(&fixtures().join("labelled"), config(), &mut |_| {}).unwrap();
+    assert_eq!(first.documents, 13);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let copy = elsewhere.path().join("labelled");
+    copy_dir(&fixtures().join("labelled"), &copy);
+    let err = carrel::eval::run(&copy, config(), &mut |_| {}).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("13 documents that are not in this set"),
+        "{msg}"
+    );
+    assert!(msg.contains("--keep-library"), "{msg}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let target = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &target);
+        } else {
+            std::fs::copy(&p, &target).unwrap();
+        }
+    }
+}
+
 /// Counts the texts it is asked to score.
 struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
