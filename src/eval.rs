@@ -120,7 +120,7 @@ impl Floors {
         &mut self,
         noise: bool,
         relevant: &HashMap<String, f64>,
-        subject: &[SubjectCandidate],
+        subject: &[CardScores],
         topic: &[(String, crate::lanes::Decision, crate::score::Cosine)],
     ) {
         let is_relevant = |d: &String| relevant.get(d).is_some_and(|g| *g > 0.0);
@@ -129,15 +129,12 @@ impl Floors {
         let card = best(
             &mut subject
                 .iter()
-                .filter(|(d, _, _)| noise || is_relevant(d))
-                .map(|(d, c, _)| (c.get(), is_relevant(d))),
+                .filter(|c| noise || is_relevant(&c.doc))
+                .map(|c| (c.cosine.get(), is_relevant(&c.doc))),
         );
         // The logit the lane would fire on: its first card's, when the
         // scorers agree on it (`first_agreed`); none when they disagree.
-        let scored: Vec<(&String, Cosine, RerankLogit)> = subject
-            .iter()
-            .filter_map(|(d, c, l)| l.map(|l| (d, *c, l)))
-            .collect();
+        let scored = CardScores::scored(subject);
         let pairs: Vec<(Cosine, RerankLogit)> = scored.iter().map(|(_, c, l)| (*c, *l)).collect();
         let logit = crate::lanes::subject::first_agreed(&pairs)
             .map(|i| (scored[i].2.get(), is_relevant(scored[i].0)));
@@ -161,10 +158,6 @@ impl Floors {
     }
 }
 
-/// A subject-lane candidate as eval judges it: its document id, its card's
-/// cosine, and the cross-encoder's logit if the card was scored.
-type SubjectCandidate = (String, Cosine, Option<RerankLogit>);
-
 /// Among the cards the cross-encoder scored, which order puts a relevant
 /// card first more often: the cross-encoder's or cosine's. Counted over the
 /// relevant queries with at least one relevant card among the scored ones,
@@ -177,11 +170,8 @@ pub struct SubjectOrder {
 }
 
 impl SubjectOrder {
-    fn add(&mut self, relevant: &HashMap<String, f64>, subject: &[SubjectCandidate]) {
-        let scored: Vec<(&String, Cosine, RerankLogit)> = subject
-            .iter()
-            .filter_map(|(d, c, l)| l.map(|l| (d, *c, l)))
-            .collect();
+    fn add(&mut self, relevant: &HashMap<String, f64>, subject: &[CardScores]) {
+        let scored = CardScores::scored(subject);
         let is_relevant = |d: &String| relevant.get(d).is_some_and(|g| *g > 0.0);
         if !scored.iter().any(|(d, _, _)| is_relevant(d)) {
             return;
@@ -286,12 +276,24 @@ pub struct QueryResult {
     pub subject_candidates: Vec<CardScores>,
 }
 
-/// One card the subject lane looked at for a query, on both its scales.
+/// One card the subject lane looked at for a query, on both its scales: its
+/// document's corpus id, its cosine, and the cross-encoder's logit if the
+/// card was scored.
 #[derive(Debug, Clone, Serialize)]
 pub struct CardScores {
     pub doc: String,
     pub cosine: Cosine,
     pub rerank: Option<RerankLogit>,
+}
+
+impl CardScores {
+    /// The cards the cross-encoder scored, in their order, on both scales.
+    fn scored(cards: &[CardScores]) -> Vec<(&String, Cosine, RerankLogit)> {
+        cards
+            .iter()
+            .filter_map(|c| c.rerank.map(|l| (&c.doc, c.cosine, l)))
+            .collect()
+    }
 }
 
 /// Query latency in milliseconds over every query of the run.
@@ -621,7 +623,7 @@ struct Ranked {
     /// The topic lane's candidates: corpus id, decision, cosine.
     topic_candidates: Vec<(String, crate::lanes::Decision, crate::score::Cosine)>,
     /// The subject lane's candidates: corpus id, cosine, logit if reranked.
-    subject_candidates: Vec<SubjectCandidate>,
+    subject_candidates: Vec<CardScores>,
     bm25_docs: Vec<String>,
 }
 
@@ -707,8 +709,11 @@ impl Tally {
             .subject
             .iter()
             .filter_map(|c| {
-                let doc = doc_ids.get(&c.doc)?.clone();
-                Some((doc, c.cosine, c.rerank))
+                Some(CardScores {
+                    doc: doc_ids.get(&c.doc)?.clone(),
+                    cosine: c.cosine,
+                    rerank: c.rerank,
+                })
             })
             .collect();
         let mut dense = topic_candidates.clone();
@@ -802,14 +807,7 @@ impl Tally {
                 },
                 bm25: bm25_docs,
                 noise,
-                subject_candidates: subject_candidates
-                    .into_iter()
-                    .map(|(doc, cosine, rerank)| CardScores {
-                        doc,
-                        cosine,
-                        rerank,
-                    })
-                    .collect(),
+                subject_candidates,
             },
         );
     }
@@ -959,12 +957,10 @@ mod tests {
     #[test]
     fn subject_order_counts_only_scored_cards_and_only_queries_with_a_relevant_one() {
         let rel: HashMap<String, f64> = [("a".to_string(), 1.0)].into();
-        let card = |d: &str, cosine: f32, logit: Option<f32>| {
-            (
-                d.to_string(),
-                Cosine::new(cosine),
-                logit.map(RerankLogit::new),
-            )
+        let card = |d: &str, cosine: f32, logit: Option<f32>| CardScores {
+            doc: d.to_string(),
+            cosine: Cosine::new(cosine),
+            rerank: logit.map(RerankLogit::new),
         };
         let mut o = SubjectOrder::default();
         // The cross-encoder puts "a" first, cosine puts "x" first.

@@ -523,7 +523,7 @@ def main():
     n_about = len(queries) - len(noise)
     print("calibration set written to %s in %.1fs" % (args.out, time.time() - t0))
     print("  documents:      %d" % len(docs))
-    print("  about queries:  %d (%d qrels; %d of them another node the about rule accepts)"
+    print("  about queries:  %d (%d qrels; %d of them another node whose title names the query)"
           % (n_about, len(qrels), len(extra)))
     print("  noise queries:  %d (%d distinct collision words)"
           % (len(noise), len({n["collides_with"] for n in noise})))
