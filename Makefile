@@ -107,7 +107,8 @@ bench: models
 	$(BIN)/release/carrel-bench bench/data --json bench/latest.json
 
 ## MCP round trip of `search` on a 1,000-document library (Cranfield), with
-## the real Python MCP client over stdio.
+## the real Python MCP client over stdio and over HTTP (`carrel serve`) in one
+## run, and the cost of each extra library a search names.
 bench-mcp: models
 	$(CARGO) build --release --bin carrel
 	./tools/mcp-client-test.sh --venv-only

@@ -120,10 +120,30 @@ pub enum Error {
     #[error("the shelf at {path} could not be read: {reason}")]
     Shelf { path: PathBuf, reason: String },
 
-    #[error(
-        "no library `{kb}` on the shelf; the libraries are: {known}. `carrel kb list` shows them"
-    )]
+    #[error("no library `{kb}` here; the libraries you can ask are: {known}")]
     UnknownKb { kb: String, known: String },
+
+    #[error(
+        "name the library to ask with `kb`: a list of names, or \"*\" for every one; the libraries you can ask are: {known}"
+    )]
+    KbNeeded { known: String },
+
+    #[error("library `{kb}` has no read token {id}; `carrel kb tokens {kb}` lists them")]
+    UnknownToken { kb: String, id: i64 },
+
+    #[error("not authorised: {0}")]
+    Unauthorized(String),
+
+    #[error("no library could be asked: {0}")]
+    NothingAnswered(String),
+
+    #[error(
+        "the library at {0} is gone: its folder was deleted or moved while it was being served; put it back, or restart the server without it"
+    )]
+    LibraryGone(PathBuf),
+
+    #[error("the library is unavailable: {0}")]
+    Unavailable(String),
 
     #[error("a library named `{kb}` is already on the shelf, at {dir}; choose another name")]
     KbTaken { kb: String, dir: PathBuf },

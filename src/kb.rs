@@ -78,9 +78,81 @@ pub struct Identity {
     pub description: String,
 }
 
+/// A read token's prefix: it tells a person who finds one what it opens.
+const TOKEN_PREFIX: &str = "carrel_";
+
+/// A secret that lets its holder read one library through `carrel serve`,
+/// sent as `Authorization: Bearer TOKEN`. It is shown once, when made; the
+/// library file keeps only its [`TokenDigest`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct ReadToken(String);
+
+impl ReadToken {
+    /// A new token: 32 bytes from the operating system's CSPRNG.
+    pub fn generate() -> std::io::Result<ReadToken> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(ReadToken(format!("{TOKEN_PREFIX}{hex}")))
+    }
+
+    /// The token as the client sent it.
+    pub fn from_header(value: &str) -> ReadToken {
+        ReadToken(value.trim().to_string())
+    }
+
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+
+    pub fn digest(&self) -> TokenDigest {
+        use sha2::{Digest, Sha256};
+        let hash = Sha256::digest(self.0.as_bytes());
+        TokenDigest(hash.iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+/// Never printed by `{:?}`: a token in a log is a token given away.
+impl std::fmt::Debug for ReadToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadToken(…)")
+    }
+}
+
+/// The SHA-256 of a [`ReadToken`], in hex: what the library file keeps and
+/// what a request's token is compared by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TokenDigest(pub String);
+
+/// A read token as the library lists it: never the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TokenInfo {
+    pub id: i64,
+    /// Whom or what it was made for.
+    pub label: String,
+    /// Unix seconds.
+    pub created: i64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_are_fresh_and_only_their_digest_is_compared() {
+        let (a, b) = (
+            ReadToken::generate().unwrap(),
+            ReadToken::generate().unwrap(),
+        );
+        assert_ne!(a, b);
+        assert!(a.secret().starts_with("carrel_") && a.secret().len() == 7 + 64);
+        assert_eq!(
+            ReadToken::from_header(&format!(" {} ", a.secret())).digest(),
+            a.digest()
+        );
+        assert_ne!(a.digest(), b.digest());
+        assert_eq!(format!("{a:?}"), "ReadToken(…)");
+    }
 
     #[test]
     fn slugs_that_can_follow_an_at_kb_are_accepted_and_others_say_why() {

@@ -11,7 +11,7 @@
 //! [`words`], `fault`, [`extract`], [`error`], [`paths`] → [`chunk`] →
 //! [`card`] → [`models`] (embed) → [`store`] → [`ingest`] → [`lanes`] →
 //! [`answer`] → [`library`] (the facade) → [`watch`], [`eval`], [`mcp`],
-//! [`cli`]; the app is a crate of its own over all of it.
+//! [`serve`] → [`cli`]; the app is a crate of its own over all of it.
 
 pub mod answer;
 pub mod card;
@@ -30,6 +30,7 @@ pub mod mention;
 pub mod models;
 pub mod paths;
 pub mod score;
+pub mod serve;
 pub mod store;
 pub mod sweep;
 pub mod watch;

@@ -12,7 +12,7 @@ use std::path::Path;
 const LAYERS: &[&str] = &[
     "score", "mention", "kb", "words", "fault", "extract", "error", "paths", "chunk", "card",
     "models", "store", "ingest", "lanes", "answer", "library", "watch", "sweep", "eval", "mcp",
-    "cli",
+    "serve", "cli",
 ];
 
 fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

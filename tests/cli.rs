@@ -827,3 +827,72 @@ fn libraries_on_the_shelf_are_named_owned_and_addressed_by_kb() {
     let v = json(stdout(carrel_home(data.path()).args(["kb", "list", "--json"])).as_bytes());
     assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
 }
+
+#[test]
+fn a_read_token_is_shown_once_listed_without_its_secret_and_revoked_per_library() {
+    let data = tempfile::tempdir().unwrap();
+    for kb in ["research", "notes"] {
+        carrel_home(data.path())
+            .args(["kb", "create", kb])
+            .assert()
+            .success();
+    }
+    let out = carrel_home(data.path())
+        .args([
+            "kb",
+            "token",
+            "research",
+            "notes",
+            "--label",
+            "ada's laptop",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let secret = String::from_utf8(out.stdout).unwrap();
+    let secret = secret.trim();
+    assert!(
+        secret.starts_with("carrel_") && !secret.contains(' '),
+        "{secret:?}"
+    );
+    let told = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        told.contains("shown only now") && told.contains("carrel kb revoke research 1"),
+        "{told}"
+    );
+
+    for kb in ["research", "notes"] {
+        let listed = stdout(carrel_home(data.path()).args(["kb", "tokens", kb, "--json"]));
+        assert!(!listed.contains(secret), "a listing shows the secret");
+        let v = json(listed.as_bytes());
+        assert_eq!(
+            (v[0]["id"].as_i64(), v[0]["label"].as_str()),
+            (Some(1), Some("ada's laptop"))
+        );
+    }
+    // Revoked in one library, it stays in the other.
+    carrel_home(data.path())
+        .args(["kb", "revoke", "research", "1"])
+        .assert()
+        .success();
+    let left = json(
+        stdout(carrel_home(data.path()).args(["kb", "tokens", "research", "--json"])).as_bytes(),
+    );
+    assert_eq!(left.as_array().unwrap().len(), 0);
+    let kept =
+        json(stdout(carrel_home(data.path()).args(["kb", "tokens", "notes", "--json"])).as_bytes());
+    assert_eq!(kept.as_array().unwrap().len(), 1);
+    let err = stderr_of_failure(carrel_home(data.path()).args(["kb", "revoke", "research", "1"]));
+    assert!(err.contains("has no read token 1"), "{err}");
+    // A token for a library not on the shelf makes none.
+    let err = stderr_of_failure(carrel_home(data.path()).args(["kb", "token", "notes", "nope"]));
+    assert!(err.contains("no library `nope`"), "{err}");
+    let kept =
+        json(stdout(carrel_home(data.path()).args(["kb", "tokens", "notes", "--json"])).as_bytes());
+    assert_eq!(
+        kept.as_array().unwrap().len(),
+        1,
+        "a token was made before the unknown name was found"
+    );
+}

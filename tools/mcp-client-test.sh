@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs tests/mcp/test_mcp.py: the real Python MCP client (PyPI `mcp`, pinned)
-# driving `carrel mcp` over stdio. The client lives in a venv beside the
+# Runs tests/mcp/: the real Python MCP client (PyPI `mcp`, pinned) driving
+# `carrel mcp` over stdio and `carrel serve` over streamable HTTP. The client lives in a venv beside the
 # cargo target dir, created on first use (--venv-only: just that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,3 +13,4 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import mcp' 2>/dev/nu
 fi
 [ "${1:-}" = --venv-only ] && exit 0
 CARREL_BIN="$target/debug/carrel" timeout 600 "$venv/bin/python" tests/mcp/test_mcp.py
+CARREL_BIN="$target/debug/carrel" timeout 600 "$venv/bin/python" tests/mcp/test_hub.py

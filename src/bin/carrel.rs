@@ -19,6 +19,9 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "warn,lopdf=error,pdf_extract=error".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a person: a log file (`carrel serve 2>log`)
+        // gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     quiet_extractor_panics();
     // `carrel list | head` should stop quietly, as other Unix tools do.

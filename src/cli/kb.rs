@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Cli, print_json};
-use crate::kb::{Identity, Kb};
+use crate::kb::{Identity, Kb, ReadToken};
+use crate::library::hub::Scorers;
 use crate::library::shelf::{Shelf, ShelfState, shelf_path};
 use crate::store::Store;
 use crate::{DATABASE_FILE, Error};
@@ -45,6 +46,24 @@ enum Command {
     Rename { kb: String, new_kb: String },
     /// Take a library off the shelf, by name or folder; its files stay
     Forget { kb_or_dir: String },
+    /// Make a read token for `carrel serve`: whoever holds it may read these
+    /// libraries, and no other. It is printed once; each library keeps only
+    /// its SHA-256, and revoking it in one leaves the others
+    Token {
+        #[arg(required = true)]
+        kbs: Vec<String>,
+        /// Whom or what it is for, to know which to revoke
+        #[arg(long, default_value = "")]
+        label: String,
+    },
+    /// The library's read tokens: id, label and when made (never the secret)
+    Tokens {
+        kb: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a read token by its id (`carrel kb tokens NAME` lists them)
+    Revoke { kb: String, id: i64 },
     /// Show a library's identity, or change its title, owner or description
     Describe {
         kb: String,
@@ -167,6 +186,67 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             println!("forgot         {}; its files are untouched", dir.display());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Token { kbs, label } => {
+            let survey = shelf.survey(&in_use);
+            let dirs = kbs
+                .iter()
+                .map(|kb| survey.find(kb))
+                .collect::<Result<Vec<_>, _>>()?;
+            let token =
+                ReadToken::generate().map_err(|e| Error::io("the system's random source", e))?;
+            let mut made = Vec::new();
+            for (kb, dir) in kbs.iter().zip(&dirs) {
+                let info = Store::open(&dir.join(DATABASE_FILE))?.add_read_token(&token, label)?;
+                made.push(format!("`carrel kb revoke {kb} {}`", info.id));
+            }
+            // The secret alone on stdout, so a script can take it; the rest
+            // is for people.
+            println!("{}", token.secret());
+            eprintln!(
+                "read token for {} made{}: it is shown only now. A client sends it as `Authorization: Bearer TOKEN` to `carrel serve`; {} takes it back",
+                kbs.join(", "),
+                if label.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({label})")
+                },
+                made.join(", ")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tokens { kb, json } => {
+            let dir = shelf.survey(&in_use).find(kb)?;
+            let tokens = Store::open(&dir.join(DATABASE_FILE))?.read_tokens()?;
+            if *json {
+                print_json(&tokens);
+                return Ok(ExitCode::SUCCESS);
+            }
+            if tokens.is_empty() {
+                println!("no read tokens: `carrel kb token {kb}` makes one");
+            }
+            for t in &tokens {
+                println!(
+                    "{:>4}  {:<24}  made {}",
+                    t.id,
+                    t.label,
+                    super::ago(t.created)
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Revoke { kb, id } => {
+            let dir = shelf.survey(&in_use).find(kb)?;
+            if !Store::open(&dir.join(DATABASE_FILE))?.revoke_read_token(*id)? {
+                return Err(Error::UnknownToken {
+                    kb: kb.clone(),
+                    id: *id,
+                });
+            }
+            println!(
+                "revoked        read token {id} of `{kb}`; a server refuses it from its next request"
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Describe {
             kb,
             title,
@@ -190,11 +270,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 }
                 store.set_identity(&identity)?;
             }
-            let models = super::models(cli)?;
-            let scorers = Scorers {
-                embedder: Scorer::from(crate::models::Fingerprints::of(&models).map(|f| f.model)),
-                cross_encoder: Scorer::from(crate::models::reranker_id(&models)),
-            };
+            let scorers = Scorers::of(&super::models(cli)?);
             if *json {
                 print_json(&Described {
                     identity: &identity,
@@ -216,42 +292,6 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             println!("embedder       {}", scorers.embedder);
             println!("cross-encoder  {}", scorers.cross_encoder);
             Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-/// The scorers this library is asked with: the embedder's and the
-/// cross-encoder's fingerprints, or why they could not be read.
-#[derive(serde::Serialize)]
-struct Scorers {
-    embedder: Scorer,
-    cross_encoder: Scorer,
-}
-
-/// A model's fingerprint (`name@sha12`), or why it could not be read.
-#[derive(serde::Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-enum Scorer {
-    Known { id: String },
-    Unknown { reason: String },
-}
-
-impl From<Result<String, Error>> for Scorer {
-    fn from(r: Result<String, Error>) -> Scorer {
-        match r {
-            Ok(id) => Scorer::Known { id },
-            Err(e) => Scorer::Unknown {
-                reason: e.to_string(),
-            },
-        }
-    }
-}
-
-impl std::fmt::Display for Scorer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Scorer::Known { id } => f.write_str(id),
-            Scorer::Unknown { reason } => write!(f, "unknown: {reason}"),
         }
     }
 }

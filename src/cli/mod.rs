@@ -18,6 +18,7 @@ mod mcp;
 mod probe;
 mod read;
 mod rm;
+mod serve;
 mod stats;
 mod watch;
 
@@ -100,8 +101,11 @@ enum Command {
     Eval(eval::Args),
     /// The retrieval log: every lane decision with the scorer that produced it
     Log(log::Args),
-    /// Serve the library to agents over MCP (stdio), read only
-    Mcp,
+    /// Serve libraries to agents over MCP (stdio), read only
+    Mcp(mcp::Args),
+    /// Share libraries over MCP's streamable HTTP transport, each read only
+    /// and only with a read token (`carrel kb token`)
+    Serve(serve::Args),
     /// Check the runtime, models, fingerprints and library
     Doctor(doctor::Args),
     /// The libraries on this machine's shelf: list, create, rename, describe, forget
@@ -123,7 +127,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Match(args) => matching::exec(&cli, args),
         Command::Eval(args) => eval::exec(&cli, args),
         Command::Log(args) => log::exec(&cli, args),
-        Command::Mcp => mcp::exec(&cli),
+        Command::Mcp(args) => mcp::exec(&cli, args),
+        Command::Serve(args) => serve::exec(&cli, args),
         Command::Doctor(args) => doctor::exec(&cli, args),
         Command::Kb(args) => kb::exec(&cli, args),
     }

@@ -12,6 +12,7 @@
 //! `below_floor` tail.
 
 pub mod log;
+pub mod merge;
 pub mod outcome;
 pub mod subject;
 pub mod terms;
@@ -324,8 +325,9 @@ pub struct MatchResponse {
     pub explain: Explain,
 }
 
-/// [`MatchResponse`] on the wire, the one shape for the app, `carrel match
-/// --json` and the MCP `search` tool: each lane as `{state, reason, hits,
+/// [`MatchResponse`] on the wire, the one shape for the app and `carrel
+/// match --json` (MCP `search` gives several libraries' lanes, attributed:
+/// [`merge::SharedLane`]): each lane as `{state, reason, hits,
 /// below_floor}`, side by side, the count the heading veto dropped, and,
 /// when asked for, the explanation with every candidate.
 #[derive(Debug, Clone, Serialize, specta::Type)]

@@ -9,11 +9,13 @@
 //! - [`watches`](self::watches): the watch list (the syncing is [`crate::watch`]);
 //! - [`chat`](self::chat): grounded answers and the kept chat;
 //! - [`doctor`](self::doctor): each part, and whether it works;
-//! - [`shelf`](self::shelf): the libraries kept on this machine.
+//! - [`shelf`](self::shelf): the libraries kept on this machine;
+//! - [`hub`](self::hub): several libraries asked as one, with attribution.
 
 mod chat;
 mod doctor;
 mod documents;
+pub mod hub;
 mod ingest;
 mod retrieval;
 pub mod shelf;

@@ -1,11 +1,12 @@
 //! The library's identity row (schema v9): its slug, title, owner and
-//! description, kept in the library file itself ([`crate::kb`]).
+//! description, kept in the library file itself ([`crate::kb`]); and who
+//! may read it through `carrel serve`, as read-token digests (schema v10).
 
 use rusqlite::params;
 
 use super::Store;
 use crate::error::{Error, Result};
-use crate::kb::{Identity, Kb};
+use crate::kb::{Identity, Kb, ReadToken, TokenDigest, TokenInfo};
 
 impl Store {
     /// What this library says about itself.
@@ -39,6 +40,51 @@ impl Store {
         )?;
         Ok(())
     }
+
+    /// Keeps a new read token's digest under `label`.
+    pub fn add_read_token(&self, token: &ReadToken, label: &str) -> Result<TokenInfo> {
+        let created = super::now();
+        self.conn.execute(
+            "INSERT INTO read_tokens (sha256, label, created) VALUES (?1, ?2, ?3)",
+            params![token.digest().0, label, created],
+        )?;
+        Ok(TokenInfo {
+            id: self.conn.last_insert_rowid(),
+            label: label.to_string(),
+            created,
+        })
+    }
+
+    /// The read tokens, oldest first (never their secrets).
+    pub fn read_tokens(&self) -> Result<Vec<TokenInfo>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, label, created FROM read_tokens ORDER BY id")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(TokenInfo {
+                id: r.get(0)?,
+                label: r.get(1)?,
+                created: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Whether a token with this digest opens this library.
+    pub fn grants(&self, digest: &TokenDigest) -> Result<bool> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT 1 FROM read_tokens WHERE sha256 = ?1")?;
+        Ok(stmt.exists([&digest.0])?)
+    }
+
+    /// Revokes token `id`; false when there was none.
+    pub fn revoke_read_token(&self, id: i64) -> Result<bool> {
+        Ok(self
+            .conn
+            .execute("DELETE FROM read_tokens WHERE id = ?1", [id])?
+            > 0)
+    }
 }
 
 #[cfg(test)]
@@ -62,5 +108,32 @@ mod tests {
         store.set_identity(&named).unwrap();
         drop(store);
         assert_eq!(Store::open(&p).unwrap().identity().unwrap(), named);
+    }
+
+    #[test]
+    fn a_read_token_opens_its_library_until_revoked_and_its_secret_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.sqlite3");
+        let store = Store::open(&p).unwrap();
+        let token = ReadToken::generate().unwrap();
+        let info = store.add_read_token(&token, "ada's laptop").unwrap();
+        assert!(store.grants(&token.digest()).unwrap());
+        assert!(
+            !store
+                .grants(&ReadToken::generate().unwrap().digest())
+                .unwrap()
+        );
+        assert_eq!(store.read_tokens().unwrap(), vec![info.clone()]);
+        drop(store);
+        let bytes = std::fs::read(&p).unwrap();
+        let secret = token.secret().as_bytes();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret),
+            "the secret is in the file"
+        );
+        let store = Store::open(&p).unwrap();
+        assert!(store.revoke_read_token(info.id).unwrap());
+        assert!(!store.revoke_read_token(info.id).unwrap());
+        assert!(!store.grants(&token.digest()).unwrap());
     }
 }

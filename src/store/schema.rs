@@ -198,6 +198,17 @@ const MIGRATIONS: &[&str] = &[
     );
     INSERT INTO identity (id, kb, title) VALUES (1, 'default', 'Default library');
     "#,
+    // 10: read tokens (`carrel kb token`): who may read this library through
+    //    `carrel serve`. Only each token's SHA-256 is kept, so the file never
+    //    holds a secret; the label says whom it was made for.
+    r#"
+    CREATE TABLE read_tokens (
+        id      INTEGER PRIMARY KEY,
+        sha256  TEXT NOT NULL UNIQUE,
+        label   TEXT NOT NULL,
+        created INTEGER NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -31,7 +31,9 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.env = dict(os.environ, CARREL_LIBRARY=cls.tmp.name)
+        # A shelf of its own: the server holds this one library.
+        cls.env = dict(os.environ, CARREL_LIBRARY=str(Path(cls.tmp.name) / "lib"),
+                       XDG_DATA_HOME=str(Path(cls.tmp.name) / "data"))
         out = subprocess.run([BIN, "add", "--json", str(ROOT / "fixtures/labelled/corpus")],
                              env=cls.env, capture_output=True, text=True, check=True)
         assert json.loads(out.stdout)["added"] == 13, out.stdout
@@ -52,7 +54,7 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
     async def test_tools_are_listed_with_their_id_forms(self):
         async with self.session() as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
-            self.assertEqual(set(tools), {"search", "read", "cite", "list"})
+            self.assertEqual(set(tools), {"libraries", "search", "read", "cite", "list"})
             # An agent is told that a lane's tail is not an answer.
             self.assertIn("`below_floor`", tools["search"].description)
             self.assertIn("not an answer", tools["search"].description)
@@ -70,19 +72,23 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
             elapsed = (time.perf_counter() - started) * 1000
             self.assertFalse(r.is_error)
             v = json.loads(text_of(r))
-            subject = v["subject"]["hits"][0]
-            self.assertEqual(v["subject"]["state"], "ready")
+            self.assertEqual([(s["kb"], s["state"]) for s in v["route"]], [("default", "answered")])
+            self.assertEqual(v["subject"]["libraries"][0]["state"], "ready")
+            first = v["subject"]["groups"][0]
+            self.assertEqual(first["standing"], "hit")
+            subject = first["hits"][0]
             self.assertEqual(subject["title"], "Bicycle Chain Maintenance")
+            self.assertEqual((subject["kb"], subject["owner"]), ("default", None))
             self.assertTrue(subject["scorer"].startswith("cross-encoder:carrel-ce-v2@"))
+            self.assertEqual(first["scorer"], subject["scorer"])
             self.assertTrue(subject["locations"][0]["source"].endswith("bicycle-chain.md"))
-            hit = v["topic"]["hits"][0]
+            hit = v["topic"]["groups"][0]["hits"][0]
             self.assertEqual(hit["title"], "Bicycle Chain Maintenance")
             self.assertTrue(hit["locations"][0]["source"].endswith("bicycle-chain.md"))
             # Each lane's sub-floor tail comes apart from its hits, never repeating one.
             for lane in ("subject", "topic"):
-                hits = {h["doc"] for h in v[lane]["hits"]}
-                tail = {h["doc"] for h in v[lane]["below_floor"]}
-                self.assertFalse(hits & tail, lane)
+                groups = {g["standing"]: {h["doc"] for h in g["hits"]} for g in v[lane]["groups"]}
+                self.assertFalse(groups.get("hit", set()) & groups.get("below_floor", set()), lane)
             self.assertTrue(hit["heading_path"])
             self.assertTrue(hit["scorer"].startswith("cosine:"))
             # Warm round trip (the first call above loaded the model).
@@ -97,7 +103,7 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
 
     async def test_read_accepts_integer_and_digit_ids_and_refuses_unknown(self):
         async with self.session() as s:
-            docs = json.loads(text_of(await s.call_tool("list", {})))
+            docs = json.loads(text_of(await s.call_tool("list", {})))["documents"]
             chain = next(d for d in docs if d["source"].endswith("bicycle-chain.md"))
             for id_form in (chain["id"], str(chain["id"])):
                 r = await s.call_tool("read", {"id": id_form})
@@ -114,7 +120,7 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
     async def test_passages_and_citations_are_checked(self):
         async with self.session() as s:
             v = json.loads(text_of(await s.call_tool("search", {"query": "when to replace a worn bicycle chain"})))
-            hit = v["topic"]["hits"][0]
+            hit = v["topic"]["groups"][0]["hits"][0]
             p = json.loads(text_of(await s.call_tool("read", {"id": hit["doc"], "part": "passage", "chunk": hit["chunk"]})))
             self.assertEqual(p["passage"], hit["passage"])
             ok = json.loads(text_of(await s.call_tool("cite", {"id": hit["doc"], "quote": "Replace it when a  wear gauge\nreads 0.5%"})))

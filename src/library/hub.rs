@@ -1,0 +1,500 @@
+//! Several libraries asked as one: what `carrel mcp` and `carrel serve`
+//! hold. Each library is opened once and asked on its own, with its own
+//! lanes; the hub keeps who answered and how (the route), attributes every
+//! hit to its library and owner, and puts hits in one list only as
+//! [`crate::lanes::merge`] allows.
+//!
+//! Crossing from one library to another is always asked for: a search
+//! names its libraries (or `*`), and a read or a citation names the one it
+//! means whenever the hub holds more than one. Who may ask for which
+//! library is a [`Grant`], made from a read token by [`Hub::authenticate`].
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::shelf::{ShelfState, Shelved};
+use super::{Library, LibraryConfig};
+use crate::error::{Error, Result};
+use crate::kb::{Identity, Kb, ReadToken};
+use crate::lanes::merge::SharedLane;
+use crate::lanes::{MatchResponse, SubjectHit, TopicHit};
+use crate::models::ModelConfig;
+use crate::paths::DATABASE_FILE;
+use crate::store::Store;
+
+/// One library the hub serves.
+pub struct Member {
+    pub dir: PathBuf,
+    state: MemberState,
+}
+
+enum MemberState {
+    Open {
+        identity: Identity,
+        library: Arc<Mutex<Library>>,
+        /// A second connection, for token checks and counts: a request is
+        /// let in or refused without waiting for another one's search.
+        side: Mutex<Store>,
+    },
+    /// It could not be opened when the hub started; the reason says why.
+    Unavailable { reason: String },
+}
+
+/// Which libraries a caller may read: all of them (a local process, as
+/// `carrel mcp` on stdio), or those its read token opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grant {
+    All,
+    Only(BTreeSet<Kb>),
+}
+
+impl Grant {
+    fn allows(&self, kb: &Kb) -> bool {
+        match self {
+            Grant::All => true,
+            Grant::Only(kbs) => kbs.contains(kb),
+        }
+    }
+}
+
+/// Which libraries a search asks: each by name, or every one the caller may
+/// read, which must be asked for as `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    All,
+    Named(Vec<String>),
+}
+
+/// The scorers a library is asked with: the embedder's and the
+/// cross-encoder's fingerprints, or why they could not be read. Hits of two
+/// libraries are ranked together only when these are the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Scorers {
+    pub embedder: Scorer,
+    pub cross_encoder: Scorer,
+}
+
+impl Scorers {
+    pub fn of(models: &ModelConfig) -> Scorers {
+        Scorers {
+            embedder: Scorer::from(crate::models::Fingerprints::of(models).map(|f| f.model)),
+            cross_encoder: Scorer::from(crate::models::reranker_id(models)),
+        }
+    }
+}
+
+/// A model's fingerprint (`name@sha12`), or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Scorer {
+    Known { id: String },
+    Unknown { reason: String },
+}
+
+impl From<Result<String>> for Scorer {
+    fn from(r: Result<String>) -> Scorer {
+        match r {
+            Ok(id) => Scorer::Known { id },
+            Err(e) => Scorer::Unknown {
+                reason: e.to_string(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Scorer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scorer::Known { id } => f.write_str(id),
+            Scorer::Unknown { reason } => write!(f, "unknown: {reason}"),
+        }
+    }
+}
+
+/// A library as the `libraries` tool lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LibraryInfo {
+    /// Its name; none for a library that could not be opened to read it.
+    pub kb: Option<Kb>,
+    pub title: Option<String>,
+    pub owner: Option<String>,
+    pub description: Option<String>,
+    #[serde(flatten)]
+    pub state: Availability,
+    pub scorers: Scorers,
+}
+
+/// Whether a library can be asked now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Availability {
+    Ready { documents: i64 },
+    Unavailable { reason: String },
+}
+
+/// How one library took part in a search.
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteStep {
+    pub kb: Option<Kb>,
+    pub owner: Option<String>,
+    #[serde(flatten)]
+    pub state: RouteState,
+    /// From asking to its answer (or failure).
+    pub ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum RouteState {
+    /// Searched; its lanes are in the answer, each with its own state.
+    Answered,
+    /// Not searched: it could not be opened, or its folder went away.
+    Unavailable { reason: String },
+    /// Searched and failed.
+    Failed { reason: String },
+}
+
+/// A search over several libraries: the route, then each lane apart, every
+/// hit with its library and owner. The two lanes are never merged; within a
+/// lane, hits share a list only when one scorer placed them all.
+#[derive(Debug, Clone, Serialize)]
+pub struct SharedMatch {
+    pub query: String,
+    pub route: Vec<RouteStep>,
+    pub subject: SharedLane<SubjectHit>,
+    pub topic: SharedLane<TopicHit>,
+    /// Topic candidates the heading veto dropped, over every library asked.
+    pub topic_vetoed: usize,
+}
+
+/// The libraries a hub serves, opened once.
+pub struct Hub {
+    members: Vec<Member>,
+    models: ModelConfig,
+}
+
+impl Hub {
+    /// Opens every library of `libraries` (a surveyed shelf, or part of
+    /// one); one that cannot be opened is kept as unavailable, with why.
+    pub fn open(libraries: &[Shelved], models: &ModelConfig) -> Hub {
+        let members = libraries
+            .iter()
+            .map(|s| Member {
+                dir: s.dir.clone(),
+                state: match &s.state {
+                    ShelfState::Ready { .. } => open_member(&s.dir, models),
+                    ShelfState::NotCreated => MemberState::Unavailable {
+                        reason: format!(
+                            "no library at {} yet: `carrel add` creates it",
+                            s.dir.display()
+                        ),
+                    },
+                    ShelfState::Unavailable { reason } => MemberState::Unavailable {
+                        reason: reason.clone(),
+                    },
+                },
+            })
+            .collect();
+        Hub {
+            members,
+            models: models.clone(),
+        }
+    }
+
+    /// The libraries served, as `libraries` lists them to this caller.
+    pub fn libraries(&self, grant: &Grant) -> Vec<LibraryInfo> {
+        let scorers = Scorers::of(&self.models);
+        self.members
+            .iter()
+            .filter(|m| m.visible(grant))
+            .map(|m| {
+                let (kb, title, owner, description) = match &m.state {
+                    MemberState::Open { identity: i, .. } => (
+                        Some(i.kb.clone()),
+                        Some(i.title.clone()),
+                        i.owner.clone(),
+                        Some(i.description.clone()),
+                    ),
+                    MemberState::Unavailable { .. } => (None, None, None, None),
+                };
+                LibraryInfo {
+                    kb,
+                    title,
+                    owner,
+                    description,
+                    state: m.availability(),
+                    scorers: scorers.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// The libraries a read token opens. None at all is an error that says
+    /// so, for a 401.
+    pub fn authenticate(&self, token: &ReadToken) -> Result<Grant> {
+        let digest = token.digest();
+        let mut kbs = BTreeSet::new();
+        for m in &self.members {
+            if let MemberState::Open { identity, side, .. } = &m.state
+                && crate::fault::lock(side).grants(&digest)?
+            {
+                kbs.insert(identity.kb.clone());
+            }
+        }
+        if kbs.is_empty() {
+            return Err(Error::Unauthorized(
+                "this token opens no library served here: ask the library's owner for a read token (`carrel kb token NAME`)".into(),
+            ));
+        }
+        Ok(Grant::Only(kbs))
+    }
+
+    /// The one library `kb` names, for a read or a citation. With no name,
+    /// the only library this caller may read; with several, an error that
+    /// lists them, since a read never crosses libraries by default.
+    pub fn one(&self, kb: Option<&str>, grant: &Grant) -> Result<&Member> {
+        match kb {
+            Some(kb) => self.named(kb, grant),
+            None => {
+                let visible: Vec<&Member> =
+                    self.members.iter().filter(|m| m.visible(grant)).collect();
+                match visible.as_slice() {
+                    [only] => Ok(only),
+                    _ => Err(Error::KbNeeded {
+                        known: self.known(grant),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// The libraries a search asks, each once, in the order named.
+    pub fn select(&self, selection: &Selection, grant: &Grant) -> Result<Vec<&Member>> {
+        match selection {
+            Selection::All => Ok(self.members.iter().filter(|m| m.visible(grant)).collect()),
+            Selection::Named(names) => {
+                if names.is_empty() {
+                    return Err(Error::KbNeeded {
+                        known: self.known(grant),
+                    });
+                }
+                let mut out: Vec<&Member> = Vec::new();
+                for name in names {
+                    let m = self.named(name, grant)?;
+                    if !out.iter().any(|o| std::ptr::eq(*o, m)) {
+                        out.push(m);
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Asks each of `members` both lanes for `query`, side by side. A
+    /// library that cannot be asked is in the route with its reason; when
+    /// none answered, that is an error with every reason, never an empty
+    /// result.
+    pub fn search(&self, members: &[&Member], query: &str, top_k: usize) -> Result<SharedMatch> {
+        let answers: Vec<(RouteStep, Option<MatchResponse>)> = std::thread::scope(|s| {
+            let asked: Vec<_> = members
+                .iter()
+                .map(|m| s.spawn(move || m.search(query, top_k)))
+                .collect();
+            asked
+                .into_iter()
+                .zip(members)
+                .map(|(h, m)| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            m.step(
+                                RouteState::Failed {
+                                    reason: "the search panicked".into(),
+                                },
+                                0.0,
+                            ),
+                            None,
+                        )
+                    })
+                })
+                .collect()
+        });
+        if answers.iter().all(|(_, r)| r.is_none()) {
+            let reasons: Vec<String> = answers
+                .iter()
+                .map(|(step, _)| match &step.state {
+                    RouteState::Unavailable { reason } | RouteState::Failed { reason } => {
+                        format!("{}: {reason}", step.name())
+                    }
+                    RouteState::Answered => step.name(),
+                })
+                .collect();
+            return Err(Error::NothingAnswered(reasons.join("; ")));
+        }
+        let answered: Vec<(&RouteStep, &MatchResponse)> = answers
+            .iter()
+            .filter_map(|(step, r)| Some((step, r.as_ref()?)))
+            .collect();
+        let lane_of = |kb: &Option<Kb>| kb.clone().expect("an answering library has a name");
+        let kbs: Vec<Kb> = answered.iter().map(|(s, _)| lane_of(&s.kb)).collect();
+        let subject = SharedLane::gather(
+            answered
+                .iter()
+                .zip(&kbs)
+                .map(|((s, r), kb)| (kb, &s.owner, &r.subject)),
+            top_k,
+        );
+        let topic = SharedLane::gather(
+            answered
+                .iter()
+                .zip(&kbs)
+                .map(|((s, r), kb)| (kb, &s.owner, &r.topic)),
+            top_k,
+        );
+        Ok(SharedMatch {
+            query: query.to_string(),
+            topic_vetoed: answered.iter().map(|(_, r)| r.explain.vetoed).sum(),
+            route: answers.into_iter().map(|(step, _)| step).collect(),
+            subject,
+            topic,
+        })
+    }
+
+    fn named(&self, kb: &str, grant: &Grant) -> Result<&Member> {
+        self.members
+            .iter()
+            .find(|m| m.visible(grant) && m.kb().is_some_and(|k| k.as_str() == kb))
+            .ok_or_else(|| Error::UnknownKb {
+                kb: kb.to_string(),
+                known: self.known(grant),
+            })
+    }
+
+    /// The names this caller may ask for, as an error lists them.
+    fn known(&self, grant: &Grant) -> String {
+        let names: Vec<String> = self
+            .members
+            .iter()
+            .filter(|m| m.visible(grant))
+            .filter_map(|m| Some(format!("`{}`", m.kb()?)))
+            .collect();
+        if names.is_empty() {
+            "none that can be opened".into()
+        } else {
+            names.join(", ")
+        }
+    }
+}
+
+impl Member {
+    pub fn kb(&self) -> Option<&Kb> {
+        match &self.state {
+            MemberState::Open { identity, .. } => Some(&identity.kb),
+            MemberState::Unavailable { .. } => None,
+        }
+    }
+
+    pub fn owner(&self) -> Option<&str> {
+        match &self.state {
+            MemberState::Open { identity, .. } => identity.owner.as_deref(),
+            MemberState::Unavailable { .. } => None,
+        }
+    }
+
+    /// A library a token opens is one it names; an unavailable library,
+    /// whose name cannot be read, is shown only to a local caller.
+    fn visible(&self, grant: &Grant) -> bool {
+        match self.kb() {
+            Some(kb) => grant.allows(kb),
+            None => *grant == Grant::All,
+        }
+    }
+
+    /// The open library, or why it cannot be asked now: its folder may have
+    /// gone since the hub opened it, and an open file would go on answering
+    /// from a library that no longer exists.
+    pub fn library(&self) -> Result<&Arc<Mutex<Library>>> {
+        match &self.state {
+            MemberState::Open { library, .. } => {
+                if !self.dir.join(DATABASE_FILE).is_file() {
+                    return Err(Error::LibraryGone(self.dir.clone()));
+                }
+                Ok(library)
+            }
+            MemberState::Unavailable { reason } => Err(Error::Unavailable(reason.clone())),
+        }
+    }
+
+    fn availability(&self) -> Availability {
+        let documents = self.library().and_then(|_| match &self.state {
+            MemberState::Open { side, .. } => crate::fault::lock(side).document_count(),
+            MemberState::Unavailable { reason } => Err(Error::Unavailable(reason.clone())),
+        });
+        match documents {
+            Ok(documents) => Availability::Ready { documents },
+            Err(e) => Availability::Unavailable {
+                reason: e.to_string(),
+            },
+        }
+    }
+
+    fn step(&self, state: RouteState, ms: f64) -> RouteStep {
+        RouteStep {
+            kb: self.kb().cloned(),
+            owner: self.owner().map(str::to_string),
+            state,
+            ms,
+        }
+    }
+
+    fn search(&self, query: &str, top_k: usize) -> (RouteStep, Option<MatchResponse>) {
+        let started = Instant::now();
+        let library = match self.library() {
+            Ok(l) => l,
+            Err(e) => {
+                let reason = e.to_string();
+                return (self.step(RouteState::Unavailable { reason }, 0.0), None);
+            }
+        };
+        let result = crate::fault::lock(library).match_query(query, top_k);
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        match result {
+            Ok(r) => (self.step(RouteState::Answered, ms), Some(r)),
+            Err(e) => {
+                let reason = e.to_string();
+                (self.step(RouteState::Failed { reason }, ms), None)
+            }
+        }
+    }
+}
+
+impl RouteStep {
+    fn name(&self) -> String {
+        match &self.kb {
+            Some(kb) => format!("`{kb}`"),
+            None => "a library that could not be opened".into(),
+        }
+    }
+}
+
+fn open_member(dir: &Path, models: &ModelConfig) -> MemberState {
+    let opened = (|| {
+        let library =
+            Library::open_existing(LibraryConfig::new(dir.to_path_buf(), models.clone()))?;
+        let side = Store::open(&dir.join(DATABASE_FILE))?;
+        Ok::<_, Error>((side.identity()?, library, side))
+    })();
+    match opened {
+        Ok((identity, library, side)) => MemberState::Open {
+            identity,
+            library: Arc::new(Mutex::new(library)),
+            side: Mutex::new(side),
+        },
+        Err(e) => MemberState::Unavailable {
+            reason: e.to_string(),
+        },
+    }
+}
