@@ -134,6 +134,9 @@ pub enum Error {
     #[error("not authorised: {0}")]
     Unauthorized(String),
 
+    #[error("{token} names a document in several libraries; write {choices}")]
+    MentionInSeveralLibraries { token: String, choices: String },
+
     #[error("no library could be asked: {0}")]
     NothingAnswered(String),
 

@@ -6,7 +6,7 @@
 //! in its own file (`store::identity`), so a library folder copied to
 //! another machine keeps them. The shelf only says where the libraries are.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The slug of the library a library file had before it had an identity,
 /// and of every library until it is named: `carrel kb create` names new ones.
@@ -21,6 +21,13 @@ pub const KB_MAX_CHARS: usize = 32;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, specta::Type)]
 #[serde(transparent)]
 pub struct Kb(String);
+
+/// Read back (a kept chat turn) only if it is still a valid name.
+impl<'de> Deserialize<'de> for Kb {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Kb, D::Error> {
+        Kb::parse(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
 
 impl Kb {
     /// Checks `slug`; the error is a sentence that says what to type instead.

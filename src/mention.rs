@@ -8,7 +8,13 @@
 //! Grammar: `@doc:` followed by a key of letters, digits, `_`, `-` and `.`
 //! (a trailing `.` is punctuation, not key). The key is a document id
 //! (`@doc:12`) or a slug of its title or file name (`@doc:sourdough-starter`);
-//! an unambiguous slug prefix also resolves (`@doc:sourdough`).
+//! an unambiguous slug prefix also resolves (`@doc:sourdough`). A key may
+//! name its library first, `@doc:research/sourdough`, when a name is found
+//! in several libraries.
+//!
+//! `@kb:` followed by a library's name (`@kb:research`) scopes a question
+//! to that library; several may be named. The name's own grammar is
+//! [`crate::kb::Kb`]'s; here a token is only found and taken out.
 
 use serde::Serialize;
 
@@ -30,51 +36,104 @@ pub struct MentionError {
 }
 
 pub const PREFIX: &str = "@doc:";
+/// The token that scopes a question to a library.
+pub const KB_PREFIX: &str = "@kb:";
 
 /// One mention as typed, with its byte span in the message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 pub struct Mention {
     pub token: String,
+    /// The library named before a `/` (`@doc:research/intro`), if any.
+    pub kb: Option<String>,
+    /// The document's id or name, without the library.
     pub key: String,
     pub start: usize,
     pub end: usize,
 }
 
-/// Every `@doc:` token in `message`, in order.
-pub fn parse(message: &str) -> Vec<Mention> {
+/// One `@kb:` token: the library a question is scoped to, as typed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+pub struct KbMention {
+    pub token: String,
+    pub kb: String,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The spans of `prefix` tokens in `message` whose keys are made of
+/// `key_char`s, a trailing `.` or `/` being punctuation: (start, end, key).
+fn tokens(message: &str, prefix: &str, key_char: fn(char) -> bool) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(at) = message[from..].find(PREFIX) {
+    while let Some(at) = message[from..].find(prefix) {
         let start = from + at;
-        let key_start = start + PREFIX.len();
+        let key_start = start + prefix.len();
         let rest = &message[key_start..];
-        let mut len = rest
-            .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
-            .unwrap_or(rest.len());
-        while len > 0 && rest[..len].ends_with('.') {
+        let mut len = rest.find(|c: char| !key_char(c)).unwrap_or(rest.len());
+        while len > 0 && rest[..len].ends_with(['.', '/']) {
             len -= 1;
         }
         let end = key_start + len;
         if len > 0 {
-            out.push(Mention {
-                token: message[start..end].to_string(),
-                key: rest[..len].to_string(),
-                start,
-                end,
-            });
+            out.push((start, end));
         }
         from = end.max(key_start);
     }
     out
 }
 
-/// The message with its mention tokens taken out, for the retrieval query.
+/// Every `@doc:` token in `message`, in order.
+pub fn parse(message: &str) -> Vec<Mention> {
+    let key_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
+    tokens(message, PREFIX, key_char)
+        .into_iter()
+        .map(|(start, end)| {
+            let key = &message[start + PREFIX.len()..end];
+            let (kb, key) = match key.split_once('/') {
+                Some((kb, doc)) if !kb.is_empty() && !doc.is_empty() => {
+                    (Some(kb.to_string()), doc.to_string())
+                }
+                _ => (None, key.to_string()),
+            };
+            Mention {
+                token: message[start..end].to_string(),
+                kb,
+                key,
+                start,
+                end,
+            }
+        })
+        .collect()
+}
+
+/// Every `@kb:` token in `message`, in order.
+pub fn parse_kbs(message: &str) -> Vec<KbMention> {
+    let key_char = |c: char| c.is_alphanumeric() || c == '-';
+    tokens(message, KB_PREFIX, key_char)
+        .into_iter()
+        .map(|(start, end)| KbMention {
+            token: message[start..end].to_string(),
+            kb: message[start + KB_PREFIX.len()..end].to_string(),
+            start,
+            end,
+        })
+        .collect()
+}
+
+/// The message with its `@doc:` and `@kb:` tokens taken out, for the
+/// retrieval query.
 pub fn strip(message: &str) -> String {
+    let mut spans: Vec<(usize, usize)> = parse(message)
+        .iter()
+        .map(|m| (m.start, m.end))
+        .chain(parse_kbs(message).iter().map(|m| (m.start, m.end)))
+        .collect();
+    spans.sort();
     let mut out = String::new();
     let mut from = 0;
-    for m in parse(message) {
-        out.push_str(&message[from..m.start]);
-        from = m.end;
+    for (start, end) in spans {
+        out.push_str(&message[from..start]);
+        from = end;
     }
     out.push_str(&message[from..]);
     out.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -325,6 +384,27 @@ mod tests {
             strip("compare @doc:12 and @doc:x, please"),
             "compare and , please"
         );
+    }
+
+    #[test]
+    fn kb_tokens_scope_and_a_doc_key_may_name_its_library() {
+        let msg = "@kb:research compare @doc:notes/intro-2 with @doc:7, and @kb:team-notes.";
+        let kbs: Vec<String> = parse_kbs(msg).into_iter().map(|k| k.kb).collect();
+        assert_eq!(kbs, ["research", "team-notes"]);
+        let docs = parse(msg);
+        assert_eq!(
+            docs.iter()
+                .map(|m| (m.kb.as_deref(), m.key.as_str(), m.token.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                (Some("notes"), "intro-2", "@doc:notes/intro-2"),
+                (None, "7", "@doc:7")
+            ]
+        );
+        assert_eq!(strip(msg), "compare with , and .");
+        // A lone `/` is punctuation, not a library.
+        assert_eq!(parse("see @doc:intro/ now")[0].kb, None);
+        assert_eq!(parse("see @doc:/intro")[0].key, "/intro");
     }
 
     #[test]

@@ -1587,9 +1587,9 @@ fn mentions_by_definition(message: &str) -> Vec<(usize, String)> {
             let rest = &message[at + mention::PREFIX.len()..];
             let key: String = rest
                 .chars()
-                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
                 .collect();
-            let key = key.trim_end_matches('.');
+            let key = key.trim_end_matches(['.', '/']);
             (!key.is_empty()).then(|| (at, key.to_string()))
         })
         .collect()
@@ -1607,11 +1607,25 @@ fn check_mentions(message: &str) -> Result<(), TestCaseError> {
         );
         prop_assert!(message.is_char_boundary(m.start) && message.is_char_boundary(m.end));
         prop_assert_eq!(&message[m.start..m.end], m.token.as_str());
-        prop_assert_eq!(&m.token, &format!("{}{}", mention::PREFIX, m.key));
-        prop_assert!(!m.key.ends_with('.'), "trailing dot kept: {:?}", m);
+        let full = match &m.kb {
+            Some(kb) => format!("{kb}/{}", m.key),
+            None => m.key.clone(),
+        };
+        prop_assert_eq!(&m.token, &format!("{}{}", mention::PREFIX, full));
+        prop_assert!(
+            !m.key.ends_with(['.', '/']),
+            "trailing punctuation kept: {:?}",
+            m
+        );
         last_end = m.end;
     }
-    let spans: Vec<(usize, String)> = found.iter().map(|m| (m.start, m.key.clone())).collect();
+    let spans: Vec<(usize, String)> = found
+        .iter()
+        .map(|m| match &m.kb {
+            Some(kb) => (m.start, format!("{kb}/{}", m.key)),
+            None => (m.start, m.key.clone()),
+        })
+        .collect();
     prop_assert_eq!(spans, mentions_by_definition(message));
     let stripped = mention::strip(message);
     prop_assert_eq!(stripped.trim(), stripped.as_str());
@@ -1624,6 +1638,7 @@ fn check_round_trip(id: i64, before: &str, after: &str) -> Result<(), TestCaseEr
         mention::parse(&token),
         vec![mention::Mention {
             token: token.clone(),
+            kb: None,
             key: id.to_string(),
             start: 0,
             end: token.len(),

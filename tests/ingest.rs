@@ -438,7 +438,9 @@ fn two_workers_store_what_one_worker_stores() {
         let mut cfg = models();
         cfg.jobs = jobs;
         let mut lib = Library::open(LibraryConfig::new(dir.path().to_path_buf(), cfg)).unwrap();
-        let report = lib.add(&[corpus.clone()], &mut no_progress()).unwrap();
+        let report = lib
+            .add(std::slice::from_ref(&corpus), &mut no_progress())
+            .unwrap();
         assert!(report.added >= 10, "{report:#?}");
         assert_eq!(lib.embedding_workers().unwrap().running, jobs);
         let fp = carrel::models::Fingerprints::of(&models()).unwrap();
@@ -498,7 +500,9 @@ fn a_cancelled_add_counts_what_it_did_not_reach_and_the_next_add_goes_on() {
     let docs = s(fixtures().join("docs"));
     let mut lib = open(dir.path());
     lib.cancel_handle().cancel();
-    let report = lib.add(&[docs.clone()], &mut no_progress()).unwrap();
+    let report = lib
+        .add(std::slice::from_ref(&docs), &mut no_progress())
+        .unwrap();
     assert_eq!((report.added, report.cancelled), (0, Some(6)));
     drop(lib);
     let mut lib = open(dir.path());

@@ -16,8 +16,10 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::kb::{Identity, Kb};
 use crate::lanes::MatchResponse;
+use crate::lanes::merge::{RouteState, RouteStep};
 use crate::mention::{self, Mention, MentionError, Mentionable, Resolution};
 use crate::models::{Fingerprints, ModelConfig};
 use crate::score::{Cosine, Scale, ScorerId, ScorerKind};
@@ -105,6 +107,12 @@ pub struct Passage {
     pub scorer: ScorerId,
     /// True when the whole document fit the budget and went in.
     pub whole_document: bool,
+    /// The library that holds it and who keeps it (none in turns kept
+    /// before libraries had names).
+    #[serde(default)]
+    pub kb: Option<Kb>,
+    #[serde(default)]
+    pub owner: Option<String>,
 }
 
 /// A mentioned document, resolved.
@@ -113,6 +121,9 @@ pub struct Mentioned {
     pub token: String,
     pub doc: i64,
     pub title: String,
+    /// The library it was found in.
+    #[serde(default)]
+    pub kb: Option<Kb>,
 }
 
 /// Share of an LLM statement's content words (stemmed, stop words left out)
@@ -219,6 +230,9 @@ pub struct Answer {
     /// Mentioned documents that gave no text, and why.
     pub notes: Vec<String>,
     pub outcome: Outcome,
+    /// The libraries asked, each with how it took part and its time.
+    #[serde(default)]
+    pub route: Vec<RouteStep>,
 }
 
 /// What an answer reads from: the library's documents, their passages and
@@ -234,6 +248,9 @@ pub trait Corpus {
     fn embed_query(&mut self, query: &str) -> Result<Vec<f32>>;
     /// Both lanes, side by side.
     fn match_query(&mut self, query: &str, top_k: usize) -> Result<MatchResponse>;
+    /// What the library says about itself: its name and owner go on every
+    /// passage taken from it.
+    fn identity(&self) -> Result<Identity>;
 }
 
 impl Mentionable for DocumentRow {
@@ -309,10 +326,15 @@ pub fn complete_mention(
 /// one go. A caller that shares the library (the app) runs the three itself
 /// and holds the library for the first and last only, never during an LLM's
 /// answer.
-pub fn ask(lib: &mut dyn Corpus, message: &str, answerer: &Answerer) -> Result<Answer> {
-    let prepared = prepare(lib, message)?;
+///
+/// `libs` are the libraries the question may read: one, or those its
+/// `@kb:` tokens named (the caller picks them; crossing into a library is
+/// always asked for). Each passage keeps its library and owner.
+pub fn ask(libs: &mut [&mut dyn Corpus], message: &str, answerer: &Answerer) -> Result<Answer> {
+    let prepared = prepare(libs, message)?;
     let drafted = draft(&prepared, answerer);
-    finish(lib, prepared, answerer, drafted)
+    let readers: Vec<&dyn Corpus> = libs.iter().map(|l| &**l).collect();
+    finish(&readers, prepared, answerer, drafted)
 }
 
 /// A question with its context, before anyone answers it.
@@ -323,6 +345,7 @@ pub struct Prepared {
     notes: Vec<String>,
     /// Why there is nothing to answer from, if so.
     no_context: Option<String>,
+    route: Vec<RouteStep>,
 }
 
 /// What the answerer wrote, before it is checked: statements, or why not.
@@ -341,9 +364,10 @@ pub fn draft(prepared: &Prepared, answerer: &Answerer) -> Drafted {
     })
 }
 
-/// Checks every statement against the library and settles the outcome.
+/// Checks every statement against the libraries it read (the same ones, in
+/// the same order, as [`prepare`] was given) and settles the outcome.
 pub fn finish(
-    lib: &dyn Corpus,
+    libs: &[&dyn Corpus],
     prepared: Prepared,
     answerer: &Answerer,
     drafted: Drafted,
@@ -354,6 +378,7 @@ pub fn finish(
         context,
         notes,
         no_context,
+        route,
     } = prepared;
     let outcome = match (no_context, drafted) {
         (Some(reason), _) => Outcome::NoContext { reason },
@@ -366,7 +391,12 @@ pub fn finish(
         },
         (None, Some(Ok(drafts))) => {
             let quotes = matches!(answerer, Answerer::Extractive);
-            let statements = check(lib.store(), drafts, &context, quotes)?;
+            let stores = Stores(
+                libs.iter()
+                    .map(|l| Ok((Some(l.identity()?.kb), l.store())))
+                    .collect::<Result<_>>()?,
+            );
+            let statements = check(&stores, drafts, &context, quotes)?;
             Outcome::Answered {
                 check: CheckSummary::of(&statements),
                 statements,
@@ -380,13 +410,120 @@ pub fn finish(
         context,
         notes,
         outcome,
+        route,
     })
 }
 
-/// Resolves the mentions and builds the numbered context.
-pub fn prepare(lib: &mut dyn Corpus, message: &str) -> Result<Prepared> {
-    let mentions = mentioned(lib, message)?;
+/// Resolves the mentions and builds the numbered context from `libs`: the
+/// mentioned documents, each with an equal share of the budget, or each
+/// library's lane passages with an equal share, the libraries taking turns
+/// (their numbers are never compared). A library that fails is in the route
+/// with why; the question fails only when every library did.
+pub fn prepare(libs: &mut [&mut dyn Corpus], message: &str) -> Result<Prepared> {
+    let ids: Vec<Identity> = libs.iter().map(|l| l.identity()).collect::<Result<_>>()?;
+    let mentions = mentioned(libs, &ids, message)?;
     let question = mention::strip(message);
+    let mut notes = Vec::new();
+    let mut route = Vec::new();
+    let mut per_library: Vec<Vec<Passage>> = Vec::new();
+    let mut reasons: Vec<(Kb, String)> = Vec::new();
+    let mut failure = None;
+    let asked: Vec<usize> = if mentions.is_empty() {
+        (0..libs.len()).collect()
+    } else {
+        (0..libs.len())
+            .filter(|i| mentions.iter().any(|(at, _)| at == i))
+            .collect()
+    };
+    if mentions.is_empty() && question.is_empty() {
+        return Ok(Prepared {
+            question,
+            mentions: Vec::new(),
+            context: Vec::new(),
+            notes,
+            no_context: Some("the message has no question and mentions no document".into()),
+            route,
+        });
+    }
+    for &i in &asked {
+        let started = std::time::Instant::now();
+        let id = &ids[i];
+        let mine: Vec<&Mentioned> = mentions
+            .iter()
+            .filter(|(at, _)| *at == i)
+            .map(|(_, m)| m)
+            .collect();
+        let got = library_context(
+            &mut *libs[i],
+            &question,
+            &mine,
+            CONTEXT_BUDGET_CHARS / mentions.len().max(1),
+            CONTEXT_BUDGET_CHARS / asked.len(),
+            &mut notes,
+        );
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        let state = match got {
+            Ok((mut context, why_none)) => {
+                for p in &mut context {
+                    p.kb = Some(id.kb.clone());
+                    p.owner = id.owner.clone();
+                }
+                if let Some(why) = why_none {
+                    reasons.push((id.kb.clone(), why));
+                }
+                per_library.push(context);
+                RouteState::Answered
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                failure.get_or_insert(e);
+                RouteState::Failed { reason }
+            }
+        };
+        route.push(RouteStep {
+            kb: Some(id.kb.clone()),
+            owner: id.owner.clone(),
+            state,
+            ms,
+        });
+    }
+    if per_library.is_empty()
+        && let Some(e) = failure
+    {
+        return Err(e);
+    }
+    let mut context = take_turns(per_library);
+    for (i, p) in context.iter_mut().enumerate() {
+        p.n = i + 1;
+    }
+    let no_context = context.is_empty().then(|| match reasons.as_slice() {
+        [(_, only)] => only.clone(),
+        many => many
+            .iter()
+            .map(|(kb, why)| format!("`{kb}`: {why}"))
+            .collect::<Vec<_>>()
+            .join("; "),
+    });
+    Ok(Prepared {
+        question,
+        mentions: mentions.into_iter().map(|(_, m)| m).collect(),
+        context,
+        notes,
+        no_context,
+        route,
+    })
+}
+
+/// One library's context: its mentioned documents (`mentions`, each with
+/// `share` characters), or its lanes' passages within `budget`.
+fn library_context(
+    lib: &mut dyn Corpus,
+    question: &str,
+    mentions: &[&Mentioned],
+    share: usize,
+    budget: usize,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Passage>, Option<String>)> {
     let fp = Fingerprints::of(lib.models())?;
     let scorer = ScorerId {
         kind: ScorerKind::Cosine,
@@ -395,52 +532,111 @@ pub fn prepare(lib: &mut dyn Corpus, message: &str) -> Result<Prepared> {
     let qvec = if question.is_empty() {
         None
     } else {
-        Some(lib.embed_query(&question)?)
+        Some(lib.embed_query(question)?)
     };
-    let mut notes = Vec::new();
-    let (mut context, no_context) = if !mentions.is_empty() {
-        mention_context(lib, &mentions, &qvec, &fp, &scorer, &mut notes)?
-    } else if let Some(v) = &qvec {
-        lane_context(lib, &question, v, &fp, &scorer)?
-    } else {
-        (
-            Vec::new(),
-            Some("the message has no question and mentions no document".to_string()),
-        )
-    };
-    for (i, p) in context.iter_mut().enumerate() {
-        p.n = i + 1;
+    match &qvec {
+        _ if !mentions.is_empty() => {
+            mention_context(lib, mentions, &qvec, &fp, &scorer, share, notes)
+        }
+        Some(v) => lane_context(lib, question, v, &fp, &scorer, budget),
+        None => Ok((Vec::new(), Some("the message has no question".into()))),
     }
-    Ok(Prepared {
-        question,
-        mentions,
-        context,
-        notes,
-        no_context,
-    })
 }
 
-/// The documents `message` mentions, each once, in order; an error for the
-/// first mention that does not resolve to exactly one document.
-fn mentioned(lib: &dyn Corpus, message: &str) -> Result<Vec<Mentioned>> {
-    let mut mentions: Vec<Mentioned> = Vec::new();
-    for (m, r) in resolve_mentions(lib, message)? {
-        match r {
-            Resolution::Resolved { doc, title } => {
-                if !mentions.iter().any(|x| x.doc == doc) {
-                    mentions.push(Mentioned {
-                        token: m.token,
-                        doc,
-                        title,
-                    });
+/// The libraries' passages, one from each in turn, each library's in its
+/// own order.
+fn take_turns(per_library: Vec<Vec<Passage>>) -> Vec<Passage> {
+    let mut queues: Vec<std::vec::IntoIter<Passage>> =
+        per_library.into_iter().map(Vec::into_iter).collect();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        for q in &mut queues {
+            out.extend(q.next());
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+/// The documents `message` mentions, each once, in order, with the index of
+/// the library it was found in; an error for the first mention that does
+/// not resolve to exactly one document in the libraries asked.
+fn mentioned(
+    libs: &[&mut dyn Corpus],
+    ids: &[Identity],
+    message: &str,
+) -> Result<Vec<(usize, Mentioned)>> {
+    let parsed = mention::parse(message);
+    if parsed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let docs: Vec<Vec<DocumentRow>> = libs.iter().map(|l| l.list()).collect::<Result<_>>()?;
+    let mut mentions: Vec<(usize, Mentioned)> = Vec::new();
+    for m in parsed {
+        let within: Vec<usize> = (0..libs.len())
+            .filter(|&i| m.kb.as_deref().is_none_or(|kb| ids[i].kb.as_str() == kb))
+            .collect();
+        if within.is_empty() {
+            let known: Vec<String> = ids.iter().map(|i| format!("`{}`", i.kb)).collect();
+            return Err(Error::UnknownKb {
+                kb: m.kb.unwrap_or_default(),
+                known: known.join(", "),
+            });
+        }
+        let resolutions: Vec<(usize, Resolution)> = within
+            .iter()
+            .map(|&i| (i, mention::resolve(&m.key, &docs[i])))
+            .collect();
+        let found: Vec<(usize, i64, String)> = resolutions
+            .iter()
+            .filter_map(|(i, r)| match r {
+                Resolution::Resolved { doc, title } => Some((*i, *doc, title.clone())),
+                _ => None,
+            })
+            .collect();
+        match found.as_slice() {
+            [(i, doc, title)] => {
+                if !mentions.iter().any(|(at, x)| at == i && x.doc == *doc) {
+                    mentions.push((
+                        *i,
+                        Mentioned {
+                            token: m.token,
+                            doc: *doc,
+                            title: title.clone(),
+                            kb: Some(ids[*i].kb.clone()),
+                        },
+                    ));
                 }
             }
-            other => {
+            [] => {
+                // The most useful refusal: a choice within one library, else
+                // the closest names.
+                let (_, resolution) = resolutions
+                    .iter()
+                    .find(|(_, r)| matches!(r, Resolution::Ambiguous { .. }))
+                    .or_else(|| {
+                        resolutions.iter().find(|(_, r)| {
+                            matches!(r, Resolution::Unknown { did_you_mean } if !did_you_mean.is_empty())
+                        })
+                    })
+                    .unwrap_or(&resolutions[0]);
                 return Err(MentionError {
                     token: m.token,
-                    resolution: other,
+                    resolution: resolution.clone(),
                 }
                 .into());
+            }
+            many => {
+                let kbs: Vec<String> = many
+                    .iter()
+                    .map(|(i, _, _)| format!("{}{}/{}", mention::PREFIX, ids[*i].kb, m.key))
+                    .collect();
+                return Err(Error::MentionInSeveralLibraries {
+                    token: m.token,
+                    choices: kbs.join(" or "),
+                });
             }
         }
     }
@@ -452,15 +648,15 @@ fn mentioned(lib: &dyn Corpus, message: &str) -> Result<Vec<Mentioned>> {
 /// when none has any.
 fn mention_context(
     lib: &dyn Corpus,
-    mentions: &[Mentioned],
+    mentions: &[&Mentioned],
     qvec: &Option<Vec<f32>>,
     fp: &Fingerprints,
     scorer: &ScorerId,
+    share: usize,
     notes: &mut Vec<String>,
 ) -> Result<(Vec<Passage>, Option<String>)> {
     let mut context: Vec<Passage> = Vec::new();
     let mut no_context = None;
-    let share = CONTEXT_BUDGET_CHARS / mentions.len();
     for m in mentions {
         let doc = lib.document(m.doc)?;
         let content = match (&doc.broken_reason, lib.store().document_content(m.doc)?) {
@@ -501,6 +697,8 @@ fn mention_context(
                 cosine: *cosine,
                 scorer: scorer.clone(),
                 whole_document: whole,
+                kb: None,
+                owner: None,
             });
         }
     }
@@ -543,12 +741,13 @@ fn lane_context(
     v: &[f32],
     fp: &Fingerprints,
     scorer: &ScorerId,
+    budget: usize,
 ) -> Result<(Vec<Passage>, Option<String>)> {
     let mut no_context = None;
     let r = lib.match_query(question, LANE_HITS)?;
     let topic = topic_passages(lib, &r)?;
     let subject = subject_passages(lib, &r, v, fp, scorer)?;
-    let context = alternate(subject, topic, CONTEXT_BUDGET_CHARS);
+    let context = alternate(subject, topic, budget);
     if context.is_empty() {
         no_context = Some(no_lane_context(&r));
     }
@@ -574,6 +773,8 @@ fn topic_passages(lib: &dyn Corpus, r: &MatchResponse) -> Result<Vec<Passage>> {
                 cosine: Some(h.cosine),
                 scorer: h.scorer.clone(),
                 whole_document: false,
+                kb: None,
+                owner: None,
             });
         }
     }
@@ -620,6 +821,8 @@ fn subject_passages(
                 cosine: Some(cos),
                 scorer: scorer.clone(),
                 whole_document: false,
+                kb: None,
+                owner: None,
             });
         }
     }
@@ -677,14 +880,18 @@ pub struct Draft {
 /// The extractive answer: from each of the best passages, the sentences that
 /// share the most words with the question, quoted verbatim and cited.
 ///
-/// Mentioned documents' passages share one scorer (chunk cosine against the
-/// question) and are ranked by it. Lane passages keep the context's order,
-/// the lanes alternated by their own ranks (see [`alternate`]).
+/// Mentioned documents' passages are ranked by chunk cosine against the
+/// question when one scorer made every cosine (libraries with another
+/// embedder keep the context's order). Lane passages keep the context's
+/// order, the lanes alternated by their own ranks (see [`alternate`]) and
+/// the libraries taking turns.
 fn extractive(question: &str, context: &[Passage]) -> Vec<Draft> {
     let mut ranked: Vec<&Passage> = context.iter().collect();
-    if ranked
-        .iter()
-        .all(|p| matches!(p.found, Found::Mention { .. }))
+    let one_scorer = ranked.windows(2).all(|w| w[0].scorer == w[1].scorer);
+    if one_scorer
+        && ranked
+            .iter()
+            .all(|p| matches!(p.found, Found::Mention { .. }))
     {
         ranked.sort_by(|a, b| {
             let key = |p: &Passage| p.cosine.unwrap_or(Cosine::new(f32::MIN));
@@ -744,8 +951,13 @@ fn prompt(question: &str, context: &[Passage]) -> String {
         } else {
             p.heading_path.join(" › ")
         };
+        let from = match (&p.kb, &p.owner) {
+            (Some(kb), Some(owner)) => format!("; library {kb}, kept by {owner}"),
+            (Some(kb), None) => format!("; library {kb}"),
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "[{}] ({}; {})\n{}\n\n",
+            "[{}] ({}; {}{from})\n{}\n\n",
             p.n, p.title, place, p.text
         ));
     }
@@ -815,8 +1027,29 @@ fn take_markers(s: &str) -> (String, Vec<usize>) {
 /// Checks every statement's citations against the context and the store:
 /// the passage was provided, it still belongs to the document it names, and
 /// (with `quotes`, for verbatim answers) the text occurs in it.
+/// The libraries an answer read, by name, for [`check`]: each passage is
+/// checked in the library it names.
+pub struct Stores<'a>(pub Vec<(Option<Kb>, &'a Store)>);
+
+impl<'a> Stores<'a> {
+    /// One library: every passage is checked in it.
+    pub fn one(store: &'a Store) -> Stores<'a> {
+        Stores(vec![(None, store)])
+    }
+
+    fn of(&self, p: &Passage) -> Option<&'a Store> {
+        match self.0.as_slice() {
+            [(_, only)] => Some(*only),
+            many => many
+                .iter()
+                .find(|(kb, _)| kb.is_some() && *kb == p.kb)
+                .map(|(_, s)| *s),
+        }
+    }
+}
+
 pub fn check(
-    store: &Store,
+    stores: &Stores,
     drafts: Vec<Draft>,
     context: &[Passage],
     quotes: bool,
@@ -829,6 +1062,13 @@ pub fn check(
                 problems.push(format!(
                     "[{n}] is not one of the {} passages provided",
                     context.len()
+                ));
+                continue;
+            };
+            let Some(store) = stores.of(p) else {
+                problems.push(format!(
+                    "[{n}] names a library this answer did not read ({})",
+                    p.kb.as_ref().map_or("none", |k| k.as_str())
                 ));
                 continue;
             };
@@ -907,6 +1147,8 @@ mod tests {
                 model: "m".into(),
             },
             whole_document: false,
+            kb: None,
+            owner: None,
         }
     }
 

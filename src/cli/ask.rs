@@ -3,9 +3,11 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, open, print_json};
-use crate::Error;
-use crate::answer::{Answerer, Check, Found, Outcome};
+use super::{Cli, config_at, open, print_json};
+use crate::answer::{self, Answerer, Check, Corpus, Found, Outcome};
+use crate::lanes::merge::RouteState;
+use crate::library::shelf::{Shelf, shelf_path};
+use crate::{Error, Library, Limits};
 
 /// The arguments of `carrel ask`.
 #[derive(clap::Args)]
@@ -35,7 +37,23 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         (Some(url), Some(model)) => Answerer::llm(url, model),
         _ => Answerer::Extractive,
     };
-    let answer = open(cli)?.ask(message, &answerer)?;
+    // `@kb:` tokens name the libraries to read; without one, the library
+    // in use (or --library / --kb) answers.
+    let (in_use, _) = crate::library_dir(cli.library.as_deref(), None)?;
+    let scoped = Shelf::load(&shelf_path()?)?
+        .survey(&in_use)
+        .scoped(message)?;
+    let answer = if scoped.is_empty() {
+        open(cli)?.ask(message, &answerer)?
+    } else {
+        let mut libs = scoped
+            .into_iter()
+            .map(|dir| Library::open_existing(config_at(cli, dir, Limits::default())?))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let mut readers: Vec<&mut dyn Corpus> =
+            libs.iter_mut().map(|l| l as &mut dyn Corpus).collect();
+        answer::ask(&mut readers, message, &answerer)?
+    };
     if *json {
         print_json(&answer);
     } else {
@@ -51,6 +69,22 @@ fn print_answer(a: &crate::answer::Answer) {
     for note in &a.notes {
         println!("note: {note}");
     }
+    if a.route.len() > 1 {
+        let asked: Vec<String> = a
+            .route
+            .iter()
+            .map(|r| {
+                let kb = r.kb.as_ref().map_or("?".to_string(), |k| k.to_string());
+                match &r.state {
+                    RouteState::Answered => format!("{kb} ({:.0} ms)", r.ms),
+                    RouteState::Unavailable { reason } | RouteState::Failed { reason } => {
+                        format!("{kb} (FAILED: {reason})")
+                    }
+                }
+            })
+            .collect();
+        println!("Asked: {}", asked.join(", "));
+    }
     match &a.outcome {
         Outcome::NoContext { reason } => println!("No answer: {reason}."),
         Outcome::Failed { reason } => println!("FAILED ({}): {reason}", a.answerer),
@@ -61,10 +95,39 @@ fn print_answer(a: &crate::answer::Answer) {
                 a.context.len(),
                 if a.context.len() == 1 { "" } else { "s" }
             );
+            // Across libraries, the statements under the library their
+            // first citation is from: whose idea it is stays with it.
+            let across = a.route.len() > 1;
+            let library_of = |s: &crate::answer::Statement| {
+                s.citations
+                    .first()
+                    .and_then(|n| a.context.iter().find(|p| p.n == *n))
+                    .map(|p| (p.kb.clone(), p.owner.clone()))
+            };
+            let mut groups: Vec<(
+                Option<(Option<crate::kb::Kb>, Option<String>)>,
+                Vec<&crate::answer::Statement>,
+            )> = Vec::new();
             for s in statements {
-                let marks: String = s.citations.iter().map(|n| format!("[{n}]")).collect();
-                let flag = flag(&s.check);
-                println!("  {} {marks}{flag}", s.text.replace('\n', "\n    "));
+                let key = if across { library_of(s) } else { None };
+                match groups.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, list)) => list.push(s),
+                    None => groups.push((key, vec![s])),
+                }
+            }
+            for (key, list) in groups {
+                if let Some((kb, owner)) = key {
+                    println!(
+                        "From {} (owner: {}):",
+                        kb.map_or("an unnamed library".to_string(), |k| k.to_string()),
+                        owner.as_deref().unwrap_or("not set")
+                    );
+                }
+                for s in list {
+                    let marks: String = s.citations.iter().map(|n| format!("[{n}]")).collect();
+                    let flag = flag(&s.check);
+                    println!("  {} {marks}{flag}", s.text.replace('\n', "\n    "));
+                }
             }
             print_sources(a, statements);
             println!(
@@ -120,8 +183,14 @@ fn print_sources(a: &crate::answer::Answer, statements: &[crate::answer::Stateme
             Found::SubjectLane => "found by the subject lane".into(),
             Found::TopicLane => "found by the topic lane".into(),
         };
+        let from = match (&p.kb, &p.owner) {
+            (Some(kb), owner) if a.route.len() > 1 => {
+                format!("in {kb}, owner {}; ", owner.as_deref().unwrap_or("not set"))
+            }
+            _ => String::new(),
+        };
         println!(
-            "  [{}] {}{place} (doc {}, chunk {}{page}; {by}) {}",
+            "  [{}] {}{place} ({from}doc {}, chunk {}{page}; {by}) {}",
             p.n, p.title, p.doc, p.chunk, p.source
         );
     }

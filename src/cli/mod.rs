@@ -152,6 +152,12 @@ fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
             .survey(&dir)
             .find(kb)?;
     }
+    config_at(cli, dir, limits)
+}
+
+/// The configuration for the library at `dir`, with the models and limits
+/// the flags and environment ask for.
+fn config_at(cli: &Cli, dir: PathBuf, limits: Limits) -> Result<LibraryConfig, Error> {
     let mut config = LibraryConfig::new(dir, models(cli)?);
     config.limits = Limits {
         isolation: isolation(cli),
@@ -247,7 +253,7 @@ fn skipped_lines(skipped: &[crate::ingest::Skipped]) -> Vec<String> {
             None => by_reason.push((&s.reason, 1)),
         }
     }
-    by_reason.sort_by(|a, b| b.1.cmp(&a.1));
+    by_reason.sort_by_key(|r| std::cmp::Reverse(r.1));
     lines.push(format!(
         "skipped        … {} in all (every one is in --json), by reason:",
         skipped.len()

@@ -31,10 +31,10 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
     let mut block = Block::Body;
     for edge in edges(doc.root()) {
         match edge {
-            Edge::Open(n) if n.is_text() => {
-                if n.parent().is_some_and(|p| p.has_tag_name((W, "t"))) {
-                    flow.text(n.text().unwrap_or(""));
-                }
+            Edge::Open(n)
+                if n.is_text() && n.parent().is_some_and(|p| p.has_tag_name((W, "t"))) =>
+            {
+                flow.text(n.text().unwrap_or(""));
             }
             Edge::Open(n) if n.tag_name().namespace() == Some(W) => match n.tag_name().name() {
                 "p" => {

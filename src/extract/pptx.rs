@@ -143,10 +143,10 @@ fn shape_text(shape: Node<'_, '_>) -> String {
     let mut cells_in_row = 0;
     for edge in edges(shape) {
         match edge {
-            Edge::Open(n) if n.is_text() => {
-                if n.parent().is_some_and(|p| p.has_tag_name((A, "t"))) {
-                    out.push_str(n.text().unwrap_or(""));
-                }
+            Edge::Open(n)
+                if n.is_text() && n.parent().is_some_and(|p| p.has_tag_name((A, "t"))) =>
+            {
+                out.push_str(n.text().unwrap_or(""));
             }
             Edge::Open(n) if n.has_tag_name((A, "tr")) => cells_in_row = 0,
             Edge::Open(n) if n.has_tag_name((A, "tc")) => {

@@ -7,7 +7,7 @@
 //! a separate [`LaneGroup`], shown apart with its own scorer. The two lanes
 //! are still never sorted together: a [`SharedLane`] holds one lane's hits.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Hit, LaneOutcome, LaneState, SubjectHit, TopicHit};
 use crate::kb::Kb;
@@ -166,6 +166,29 @@ impl<H: Placed + Clone> SharedLane<H> {
             .filter(|g| g.standing != Standing::BelowFloor)
             .flat_map(|g| &g.hits)
     }
+}
+
+/// How one library took part in a search or an answer: the route, which
+/// is the record of every wall crossed.
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
+pub struct RouteStep {
+    pub kb: Option<Kb>,
+    pub owner: Option<String>,
+    #[serde(flatten)]
+    pub state: RouteState,
+    /// From asking to its answer (or failure).
+    pub ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum RouteState {
+    /// Searched; its lanes are in the answer, each with its own state.
+    Answered,
+    /// Not searched: it could not be opened, or its folder went away.
+    Unavailable { reason: String },
+    /// Searched and failed.
+    Failed { reason: String },
 }
 
 /// Merges `one` into the first group that takes it, else adds it apart.

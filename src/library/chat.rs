@@ -14,7 +14,7 @@ use crate::store::{DocumentRow, Store};
 impl Library {
     /// A grounded answer to `message`; see [`answer`].
     pub fn ask(&mut self, message: &str, answerer: &answer::Answerer) -> Result<answer::Answer> {
-        answer::ask(self, message, answerer)
+        answer::ask(&mut [self], message, answerer)
     }
 
     /// Keeps one turn: the answer, or the error asking raised.
@@ -57,10 +57,10 @@ impl Library {
 pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> Result<Answer> {
     let lock = || crate::fault::lock(lib);
     // One statement each, so that each lock is let go before the next.
-    let prepared = answer::prepare(&mut *lock(), message);
+    let prepared = answer::prepare(&mut [&mut *lock()], message);
     let asked = prepared.and_then(|p| {
         let drafted = answer::draft(&p, answerer);
-        answer::finish(&*lock(), p, answerer, drafted)
+        answer::finish(&[&*lock()], p, answerer, drafted)
     });
     let mut l = lock();
     match &asked {
@@ -100,5 +100,9 @@ impl Corpus for Library {
 
     fn match_query(&mut self, query: &str, top_k: usize) -> Result<MatchResponse> {
         Library::match_query(self, query, top_k)
+    }
+
+    fn identity(&self) -> Result<crate::kb::Identity> {
+        self.store.identity()
     }
 }

@@ -20,7 +20,7 @@ use super::shelf::{ShelfState, Shelved};
 use super::{Library, LibraryConfig};
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb, ReadToken};
-use crate::lanes::merge::SharedLane;
+use crate::lanes::merge::{RouteState, RouteStep, SharedLane};
 use crate::lanes::{MatchResponse, SubjectHit, TopicHit};
 use crate::models::ModelConfig;
 use crate::paths::DATABASE_FILE;
@@ -38,7 +38,7 @@ enum MemberState {
         library: Arc<Mutex<Library>>,
         /// A second connection, for token checks and counts: a request is
         /// let in or refused without waiting for another one's search.
-        side: Mutex<Store>,
+        side: Box<Mutex<Store>>,
     },
     /// It could not be opened when the hub started; the reason says why.
     Unavailable { reason: String },
@@ -134,28 +134,6 @@ pub struct LibraryInfo {
 pub enum Availability {
     Ready { documents: i64 },
     Unavailable { reason: String },
-}
-
-/// How one library took part in a search.
-#[derive(Debug, Clone, Serialize)]
-pub struct RouteStep {
-    pub kb: Option<Kb>,
-    pub owner: Option<String>,
-    #[serde(flatten)]
-    pub state: RouteState,
-    /// From asking to its answer (or failure).
-    pub ms: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum RouteState {
-    /// Searched; its lanes are in the answer, each with its own state.
-    Answered,
-    /// Not searched: it could not be opened, or its folder went away.
-    Unavailable { reason: String },
-    /// Searched and failed.
-    Failed { reason: String },
 }
 
 /// A search over several libraries: the route, then each lane apart, every
@@ -491,7 +469,7 @@ fn open_member(dir: &Path, models: &ModelConfig) -> MemberState {
         Ok((identity, library, side)) => MemberState::Open {
             identity,
             library: Arc::new(Mutex::new(library)),
-            side: Mutex::new(side),
+            side: Box::new(Mutex::new(side)),
         },
         Err(e) => MemberState::Unavailable {
             reason: e.to_string(),

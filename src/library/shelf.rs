@@ -183,6 +183,20 @@ impl Survey {
         })
     }
 
+    /// The folders of the libraries a message's `@kb:` tokens name, each
+    /// once, in order: none when it names none (the question reads the
+    /// library in use). An unknown name is an error that lists the known.
+    pub fn scoped(&self, message: &str) -> Result<Vec<PathBuf>> {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for m in crate::mention::parse_kbs(message) {
+            let dir = self.find(&m.kb)?;
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        Ok(dirs)
+    }
+
     /// Refuses `kb` when a library on the shelf already has that name.
     pub fn check_free(&self, kb: &Kb) -> Result<()> {
         match self

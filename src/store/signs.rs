@@ -458,7 +458,14 @@ mod tests {
         let mut writer = Store::open(&dir.path().join("library.sqlite3")).unwrap();
         let tx = writer.conn.transaction().unwrap();
         let content = Store::insert_content(&tx, "late", &Extracted::default(), None).unwrap();
-        Store::write_chunks(&tx, content, &[chunk("late")], &[lonely.clone()], &fp.chunk).unwrap();
+        Store::write_chunks(
+            &tx,
+            content,
+            &[chunk("late")],
+            std::slice::from_ref(&lonely),
+            &fp.chunk,
+        )
+        .unwrap();
         tx.commit().unwrap();
         let (after, search) = store
             .nearest_chunks_from(&lonely, 10, &fp.chunk, 0)

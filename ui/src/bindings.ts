@@ -105,6 +105,8 @@ export type Answer = {
 	/**  Mentioned documents that gave no text, and why. */
 	notes: string[],
 	outcome: Outcome,
+	/**  The libraries asked, each with how it took part and its time. */
+	route?: RouteStep[],
 };
 
 export type AppError = {
@@ -368,6 +370,13 @@ export type Found =
 
 export type HealthCheck = { status: "ok"; detail: string } | { status: "failed"; error: string };
 
+/**
+ *  A library's slug: 1–32 characters of lowercase ASCII letters, digits and
+ *  `-`, starting with a letter, so it can follow `@kb:` in a chat message
+ *  and name a folder on every platform.
+ */
+export type Kb = string;
+
 /**  A lane's state, as the UI and JSON name it. */
 export type LaneState = "ready" | "weak" | "unavailable" | "failed";
 
@@ -411,8 +420,9 @@ export type Location = {
 };
 
 /**
- *  [`MatchResponse`] on the wire, the one shape for the app, `carrel match
- *  --json` and the MCP `search` tool: each lane as `{state, reason, hits,
+ *  [`MatchResponse`] on the wire, the one shape for the app and `carrel
+ *  match --json` (MCP `search` gives several libraries' lanes, attributed:
+ *  [`merge::SharedLane`]): each lane as `{state, reason, hits,
  *  below_floor}`, side by side, the count the heading veto dropped, and,
  *  when asked for, the explanation with every candidate.
  */
@@ -431,6 +441,9 @@ export type MatchView = {
 /**  One mention as typed, with its byte span in the message. */
 export type Mention = {
 	token: string,
+	/**  The library named before a `/` (`@doc:research/intro`), if any. */
+	kb: string | null,
+	/**  The document's id or name, without the library. */
 	key: string,
 	start: number,
 	end: number,
@@ -466,6 +479,8 @@ export type Mentioned = {
 	token: string,
 	doc: number,
 	title: string,
+	/**  The library it was found in. */
+	kb?: Kb | null,
 };
 
 export type Outcome = { state: "answered"; statements: Statement[]; check: CheckSummary } | 
@@ -490,6 +505,12 @@ export type Passage = {
 	scorer: string,
 	/**  True when the whole document fit the budget and went in. */
 	whole_document: boolean,
+	/**
+	 *  The library that holds it and who keeps it (none in turns kept
+	 *  before libraries had names).
+	 */
+	kb?: Kb | null,
+	owner?: string | null,
 };
 
 /**
@@ -527,6 +548,25 @@ export type Resolution = { status: "resolved"; doc: number; title: string } |
 { status: "ambiguous"; candidates: Suggestion[] } | 
 /**  Nothing fits; these are the closest titles. */
 { status: "unknown"; did_you_mean: Suggestion[] };
+
+export type RouteState = 
+/**  Searched; its lanes are in the answer, each with its own state. */
+{ state: "answered" } | 
+/**  Not searched: it could not be opened, or its folder went away. */
+{ state: "unavailable"; reason: string } | 
+/**  Searched and failed. */
+{ state: "failed"; reason: string };
+
+/**
+ *  How one library took part in a search or an answer: the route, which
+ *  is the record of every wall crossed.
+ */
+export type RouteStep = {
+	kb: Kb | null,
+	owner: string | null,
+	/**  From asking to its answer (or failure). */
+	ms: number | null,
+} & RouteState;
 
 /**
  *  How the topic lane found its nearest chunks: shown in the debug pane and
