@@ -896,3 +896,60 @@ fn a_read_token_is_shown_once_listed_without_its_secret_and_revoked_per_library(
         "a token was made before the unknown name was found"
     );
 }
+
+#[test]
+fn ask_with_kb_mentions_reads_those_libraries_and_groups_the_answer_by_owner() {
+    let data = tempfile::tempdir().unwrap();
+    for (kb, owner) in [("admirers", "Ada Moreau"), ("skeptics", "Ben Okafor")] {
+        carrel_home(data.path())
+            .args(["kb", "create", kb, "--owner", owner])
+            .assert()
+            .success();
+        carrel_home(data.path())
+            .args(["--kb", kb, "add"])
+            .arg(fixtures().join("attribution").join(kb))
+            .assert()
+            .success();
+    }
+    let q = "@kb:admirers @kb:skeptics who is responsible for the murders in Frankenstein";
+    // The library in use was never created: a scoped question does not need it.
+    let v = json(stdout(carrel_home(data.path()).args(["ask", "--json", q])).as_bytes());
+    let route: Vec<(&str, &str)> = v["route"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["kb"].as_str().unwrap(), r["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(route, [("admirers", "answered"), ("skeptics", "answered")]);
+    for p in v["context"].as_array().unwrap() {
+        let kb = p["kb"].as_str().unwrap();
+        assert!(
+            p["source"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("attribution/{kb}/")),
+            "{p}"
+        );
+        let owner = if kb == "admirers" {
+            "Ada Moreau"
+        } else {
+            "Ben Okafor"
+        };
+        assert_eq!(p["owner"], owner);
+    }
+    let text = stdout(carrel_home(data.path()).args(["ask", q]));
+    assert!(text.contains("Asked: admirers ("), "{text}");
+    assert!(
+        text.contains("From admirers (owner: Ada Moreau):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("From skeptics (owner: Ben Okafor):"),
+        "{text}"
+    );
+    let err = stderr_of_failure(carrel_home(data.path()).args(["ask", "@kb:nope what"]));
+    assert!(
+        err.contains("no library `nope`") && err.contains("`skeptics`"),
+        "{err}"
+    );
+}

@@ -3,11 +3,10 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, config_at, open, print_json};
-use crate::answer::{self, Answerer, Check, Corpus, Found, Outcome};
+use super::{Cli, config, print_json};
+use crate::answer::{Answerer, Check, Found, Outcome};
 use crate::lanes::merge::RouteState;
-use crate::library::shelf::{Shelf, shelf_path};
-use crate::{Error, Library, Limits};
+use crate::{Error, Limits};
 
 /// The arguments of `carrel ask`.
 #[derive(clap::Args)]
@@ -39,21 +38,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     };
     // `@kb:` tokens name the libraries to read; without one, the library
     // in use (or --library / --kb) answers.
-    let (in_use, _) = crate::library_dir(cli.library.as_deref(), None)?;
-    let scoped = Shelf::load(&shelf_path()?)?
-        .survey(&in_use)
-        .scoped(message)?;
-    let answer = if scoped.is_empty() {
-        open(cli)?.ask(message, &answerer)?
-    } else {
-        let mut libs = scoped
-            .into_iter()
-            .map(|dir| Library::open_existing(config_at(cli, dir, Limits::default())?))
-            .collect::<Result<Vec<_>, Error>>()?;
-        let mut readers: Vec<&mut dyn Corpus> =
-            libs.iter_mut().map(|l| l as &mut dyn Corpus).collect();
-        answer::ask(&mut readers, message, &answerer)?
-    };
+    let answer = crate::library::ask_from(config(cli, Limits::default())?, message, &answerer)?;
     if *json {
         print_json(&answer);
     } else {

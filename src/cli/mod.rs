@@ -152,12 +152,6 @@ fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
             .survey(&dir)
             .find(kb)?;
     }
-    config_at(cli, dir, limits)
-}
-
-/// The configuration for the library at `dir`, with the models and limits
-/// the flags and environment ask for.
-fn config_at(cli: &Cli, dir: PathBuf, limits: Limits) -> Result<LibraryConfig, Error> {
     let mut config = LibraryConfig::new(dir, models(cli)?);
     config.limits = Limits {
         isolation: isolation(cli),

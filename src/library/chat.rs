@@ -1,9 +1,11 @@
-//! Grounded answers over this library, and the chat kept in it. The
+//! Grounded answers over this library (or the libraries a question's
+//! `@kb:` tokens name), and the chat kept in it. The
 //! answering is [`crate::answer`]'s; the library is its [`Corpus`].
 
 use std::sync::Mutex;
 
-use super::Library;
+use super::shelf::{Shelf, shelf_path};
+use super::{Library, LibraryConfig};
 use crate::answer::history::{self, ChatTurn, HISTORY_TURNS};
 use crate::answer::{self, Answer, Answerer, Corpus};
 use crate::error::Result;
@@ -12,9 +14,14 @@ use crate::models::ModelConfig;
 use crate::store::{DocumentRow, Store};
 
 impl Library {
-    /// A grounded answer to `message`; see [`answer`].
+    /// A grounded answer to `message`; see [`answer`]. It reads this
+    /// library, or the libraries on the shelf its `@kb:` tokens name.
     pub fn ask(&mut self, message: &str, answerer: &answer::Answerer) -> Result<answer::Answer> {
-        answer::ask(&mut [self], message, answerer)
+        let mut scoped = scoped(&self.config, message)?;
+        if scoped.is_empty() {
+            return answer::ask(&mut [self], message, answerer);
+        }
+        answer::ask(&mut readers(&mut scoped), message, answerer)
     }
 
     /// Keeps one turn: the answer, or the error asking raised.
@@ -57,10 +64,19 @@ impl Library {
 pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> Result<Answer> {
     let lock = || crate::fault::lock(lib);
     // One statement each, so that each lock is let go before the next.
-    let prepared = answer::prepare(&mut [&mut *lock()], message);
-    let asked = prepared.and_then(|p| {
-        let drafted = answer::draft(&p, answerer);
-        answer::finish(&[&*lock()], p, answerer, drafted)
+    let scoped = scoped(&lock().config, message);
+    let asked = scoped.and_then(|mut scoped| {
+        if scoped.is_empty() {
+            let prepared = answer::prepare(&mut [&mut *lock()], message)?;
+            let drafted = answer::draft(&prepared, answerer);
+            answer::finish(&[&*lock()], prepared, answerer, drafted)
+        } else {
+            // Libraries opened for this question alone: no one waits on them.
+            let prepared = answer::prepare(&mut readers(&mut scoped), message)?;
+            let drafted = answer::draft(&prepared, answerer);
+            let libs: Vec<&dyn Corpus> = scoped.iter().map(|l| l as &dyn Corpus).collect();
+            answer::finish(&libs, prepared, answerer, drafted)
+        }
     });
     let mut l = lock();
     match &asked {
@@ -74,6 +90,42 @@ pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> R
         }
     }
     asked
+}
+
+/// A grounded answer from the library `home` configures, or from the
+/// libraries `message`'s `@kb:` tokens name, which need no library at
+/// `home` (the CLI's library in use may not exist yet).
+pub fn ask_from(home: LibraryConfig, message: &str, answerer: &Answerer) -> Result<Answer> {
+    let mut scoped = scoped(&home, message)?;
+    if scoped.is_empty() {
+        return Library::open_existing(home)?.ask(message, answerer);
+    }
+    answer::ask(&mut readers(&mut scoped), message, answerer)
+}
+
+/// The libraries on the shelf that `message`'s `@kb:` tokens name, opened
+/// with `home`'s models and limits (`home` being the library in use); none
+/// when it names none. An unknown name is an error that lists the known.
+fn scoped(home: &LibraryConfig, message: &str) -> Result<Vec<Library>> {
+    if crate::mention::parse_kbs(message).is_empty() {
+        return Ok(Vec::new());
+    }
+    let survey = Shelf::load(&shelf_path()?)?.survey(&home.dir);
+    survey
+        .scoped(message)?
+        .into_iter()
+        .map(|dir| {
+            Library::open_existing(LibraryConfig {
+                dir,
+                ..home.clone()
+            })
+        })
+        .collect()
+}
+
+/// Each library as what an answer reads.
+fn readers(libs: &mut [Library]) -> Vec<&mut dyn Corpus> {
+    libs.iter_mut().map(|l| l as &mut dyn Corpus).collect()
 }
 
 /// What an answer reads; each is the facade's own method of that name.

@@ -24,7 +24,7 @@ mod watches;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use chat::ask_shared;
+pub use chat::{ask_from, ask_shared};
 pub use doctor::{Doctor, HealthCheck};
 pub use documents::{DocState, DocumentText, Listed, Shown};
 pub use ingest::{Probe, probe};
