@@ -6,6 +6,7 @@ use carrel::answer::{self, Answer, Answerer, MentionOption};
 use carrel::ingest::{AddReport, Progress};
 use carrel::lanes::{Detail, MatchView};
 use carrel::library::Listed;
+use carrel::library::shelf::Survey;
 use carrel::mention::{self, Mention, Resolution};
 use carrel::store::Watch;
 use carrel::{Doctor, DocumentText, Library, LibraryDirFrom};
@@ -111,6 +112,14 @@ pub async fn cancel_import(state: State<'_, AppState>) -> Result<bool> {
 #[specta::specta]
 pub async fn list_watches(state: State<'_, AppState>) -> Result<Vec<Watch>> {
     with_library(&state, |l| l.watches()).await
+}
+
+/// The libraries on this machine's shelf, the one in use first: name,
+/// owner, documents, or why one cannot be opened.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_libraries(state: State<'_, AppState>) -> Result<Survey> {
+    with_library(&state, |l| l.shelf()).await
 }
 
 /// Stops watching; the documents stay.

@@ -38,6 +38,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::add_sources,
             commands::cancel_import,
             commands::list_watches,
+            commands::list_libraries,
             commands::remove_watch,
             commands::match_query,
             commands::complete_mention,

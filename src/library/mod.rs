@@ -133,6 +133,12 @@ impl Library {
         self.cancel = cancel;
     }
 
+    /// The libraries on this machine's shelf, this one first, each with how
+    /// it stands.
+    pub fn shelf(&self) -> Result<shelf::Survey> {
+        Ok(shelf::Shelf::load(&shelf::shelf_path()?)?.survey(self.dir()))
+    }
+
     /// The embedding workers running, once something was embedded.
     pub fn embedding_workers(&self) -> Option<PoolSize> {
         self.embedder.size()

@@ -89,7 +89,7 @@ impl Shelf {
 }
 
 /// How a library on the shelf stands, as `carrel kb list` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ShelfState {
     /// Open: what it says about itself, and how many documents it lists.
@@ -102,8 +102,9 @@ pub enum ShelfState {
 }
 
 /// One library on the shelf, surveyed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 pub struct Shelved {
+    #[specta(type = String)]
     pub dir: PathBuf,
     /// The library the CLI and the app open when no other is named.
     pub in_use: bool,
@@ -155,7 +156,7 @@ impl Shelf {
 
 /// The shelf's libraries as they stood when surveyed, each opened once:
 /// what names are taken and where each name is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(transparent)]
 pub struct Survey {
     pub libraries: Vec<Shelved>,

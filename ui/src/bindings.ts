@@ -29,6 +29,11 @@ export const commands = {
 	 *  failed, if it did.
 	 */
 	listWatches: () => typedError<Watch[], AppError>(__TAURI_INVOKE("list_watches")),
+	/**
+	 *  The libraries on this machine's shelf, the one in use first: name,
+	 *  owner, documents, or why one cannot be opened.
+	 */
+	listLibraries: () => typedError<Survey, AppError>(__TAURI_INVOKE("list_libraries")),
 	/**  Stops watching; the documents stay. */
 	removeWatch: (id: number) => typedError<null, AppError>(__TAURI_INVOKE("remove_watch", { id })),
 	matchQuery: (query: string) => typedError<MatchView, AppError>(__TAURI_INVOKE("match_query", { query })),
@@ -370,6 +375,15 @@ export type Found =
 
 export type HealthCheck = { status: "ok"; detail: string } | { status: "failed"; error: string };
 
+/**  What a library says about itself, stored in its own file. */
+export type Identity = {
+	kb: Kb,
+	title: string,
+	/**  Who keeps it: a name or an address. `None` until someone says. */
+	owner: string | null,
+	description: string,
+};
+
 /**
  *  A library's slug: 1–32 characters of lowercase ASCII letters, digits and
  *  `-`, starting with a letter, so it can follow `@kb:` in a chat message
@@ -620,6 +634,25 @@ export type SettingsProblem = {
 	kept_at: string | null,
 };
 
+/**  How a library on the shelf stands, as `carrel kb list` shows it. */
+export type ShelfState = 
+/**  Open: what it says about itself, and how many documents it lists. */
+{ state: "ready"; identity: Identity; documents: number } | 
+/**
+ *  The library in use before anything was added to it: `carrel add`
+ *  (or the app's first import) creates it.
+ */
+{ state: "not_created" } | 
+/**  It could not be opened, and why: never shown as an empty library. */
+{ state: "unavailable"; reason: string };
+
+/**  One library on the shelf, surveyed. */
+export type Shelved = {
+	dir: string,
+	/**  The library the CLI and the app open when no other is named. */
+	in_use: boolean,
+} & ShelfState;
+
 /**  A document's state as a user sees it: the word and what it means. */
 export type Shown = {
 	state: DocState,
@@ -664,6 +697,12 @@ export type Suggestion = {
 	source: string,
 	token: string,
 };
+
+/**
+ *  The shelf's libraries as they stood when surveyed, each opened once:
+ *  what names are taken and where each name is.
+ */
+export type Survey = Shelved[];
 
 export type TopicHit = {
 	doc: number,

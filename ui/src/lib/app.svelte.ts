@@ -8,6 +8,7 @@ import {
   type Listed,
   type Progress,
   type SettingsProblem,
+  type Survey,
   type Watch,
   type WatcherHealth,
 } from "../bindings";
@@ -31,6 +32,9 @@ class AppState {
   listError = $state<string | null>(null);
   watches = $state<Watch[]>([]);
   watchError = $state<string | null>(null);
+  /** The libraries on this machine's shelf, the one in use first. */
+  libraries = $state<Survey>([]);
+  librariesError = $state<string | null>(null);
   /** Whether the watcher keeps the watches in sync; null until asked. */
   watcher = $state<WatcherHealth | null>(null);
   watcherError = $state<string | null>(null);
@@ -65,6 +69,14 @@ class AppState {
         }
       })(),
       this.checkWatcher(),
+      (async () => {
+        try {
+          this.libraries = await call(commands.listLibraries());
+          this.librariesError = null;
+        } catch (e) {
+          this.librariesError = errorText(e);
+        }
+      })(),
     ]);
   }
 

@@ -55,6 +55,8 @@ export async function open(browser, url, engine, { debug = false } = {}) {
     // a test that is not about them need not say all is well.
     const engine = {
       list_watches: () => [], chat_history: () => [],
+      list_libraries: () => [{ dir: "/data/library", in_use: true, state: "ready", documents: 0,
+        identity: { kb: "default", title: "Default library", owner: null, description: "" } }],
       watcher_health: () => ({ state: "running" }), settings_problem: () => null,
       ...${source}
     };

@@ -626,3 +626,70 @@ test("a watcher that stopped shows in Kept in sync with its reason, and starts a
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("an answer across libraries shows the route and whose library each quote came from; the shelf lists them", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    complete_mention: () => [],
+    check_mentions: () => [],
+    list_libraries: () => [
+      { dir: "/d/admirers", in_use: true, state: "ready", documents: 5,
+        identity: { kb: "admirers", title: "Admirers' notes", owner: "Ada Moreau", description: "" } },
+      { dir: "/d/skeptics", in_use: false, state: "ready", documents: 5,
+        identity: { kb: "skeptics", title: "Skeptics' notes", owner: "Ben Okafor", description: "" } },
+      { dir: "/d/gone", in_use: false, state: "unavailable", reason: "no library at /d/gone: the folder was moved or deleted" },
+    ],
+    chat_history: () => [{
+      id: 9, asked_at: 1, message: "@kb:admirers @kb:skeptics Frankenstein",
+      reply: {
+        kind: "answer",
+        answer: {
+          question: "Frankenstein", answerer: "extractive", mentions: [], notes: [],
+          route: [
+            { kb: "admirers", owner: "Ada Moreau", state: "answered", ms: 120.4 },
+            { kb: "skeptics", owner: "Ben Okafor", state: "answered", ms: 98.2 },
+          ],
+          context: [
+            { n: 1, doc: 1, title: "Frankenstein: the creator is the monster", source: "/a/frankenstein.md", chunk: 2,
+              heading_path: [], page: null, text: "Victor's neglect makes the murders.", found: { by: "topic_lane" },
+              cosine: 0.6, scorer: "cosine:m@1", whole_document: false, kb: "admirers", owner: "Ada Moreau" },
+            { n: 2, doc: 1, title: "Frankenstein: the creature chose to kill", source: "/s/frankenstein.md", chunk: 1,
+              heading_path: [], page: null, text: "The creature knows exactly what murder is.", found: { by: "subject_lane" },
+              cosine: 0.5, scorer: "cosine:m@1", whole_document: false, kb: "skeptics", owner: "Ben Okafor" },
+          ],
+          outcome: {
+            state: "answered",
+            statements: [
+              { text: "Victor's neglect makes the murders.", citations: [1], check: { status: "verified" } },
+              { text: "The creature knows exactly what murder is.", citations: [2], check: { status: "verified" } },
+            ],
+            check: { statements: 2, verified: 2, supported: 0, cited: 0, unsupported: 0, uncited: 0, invalid: 0 },
+          },
+        },
+      },
+    }],
+  });
+  // The Library page: whose library this is, and the others on the shelf.
+  await page.getByTestId("library-name").waitFor();
+  assert.match(await page.getByTestId("library-name").innerText(), /Admirers' notes · kept by Ada Moreau/);
+  const shelf = page.getByTestId("shelf");
+  assert.match(await shelf.locator("summary").innerText(), /3 libraries on this machine · these documents are in admirers · 1 unavailable/);
+  await shelf.locator("summary").click();
+  assert.match(await shelf.locator("[data-kb='skeptics']").innerText(), /@kb:skeptics\s+Skeptics' notes\s+kept by Ben Okafor · 5 documents/);
+  assert.match(await shelf.getByTestId("shelf-unavailable").innerText(), /unavailable: no library at \/d\/gone/);
+
+  await page.getByRole("button", { name: "Chat" }).click();
+  const turn = page.locator("[data-turn='9']");
+  await turn.waitFor();
+  assert.match(await turn.getByTestId("route").innerText(), /Asked: admirers \(Ada Moreau\): 120 ms · skeptics \(Ben Okafor\): 98 ms/);
+  const from = await turn.getByTestId("from-library").allInnerTexts();
+  assert.deepEqual(from, ["From admirers (owner: Ada Moreau)", "From skeptics (owner: Ben Okafor)"]);
+  assert.deepEqual(await turn.getByTestId("passage-library").allInnerTexts(), ["admirers · Ada Moreau", "skeptics · Ben Okafor"]);
+  // A passage of the library in use opens; one of another library is never
+  // opened as the same id in this one.
+  assert.equal(await turn.getByTestId("passage-link").count(), 1);
+  assert.match(await turn.getByTestId("passage-elsewhere").getAttribute("title"), /in library skeptics/);
+  assert.ok(await turn.getByTestId("citation").nth(1).isDisabled());
+  assert.deepEqual(errors, []);
+  await page.close();
+});
