@@ -132,8 +132,10 @@ pub async fn remove_watch(state: State<'_, AppState>, id: i64) -> Result<()> {
 #[tauri::command]
 #[specta::specta]
 pub async fn match_query(state: State<'_, AppState>, query: String) -> Result<MatchView> {
+    // The words an answer would retrieve with: mention tokens taken out.
     with_library(&state, move |l| {
-        Ok(l.match_query(&query, MATCH_TOP_K)?.view(Detail::Explain))
+        Ok(l.match_query(&mention::strip(&query), MATCH_TOP_K)?
+            .view(Detail::Explain))
     })
     .await
 }

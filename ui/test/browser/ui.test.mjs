@@ -690,6 +690,12 @@ test("an answer across libraries shows the route and whose library each quote ca
   assert.equal(await turn.getByTestId("passage-link").count(), 1);
   assert.match(await turn.getByTestId("passage-elsewhere").getAttribute("title"), /in library skeptics/);
   assert.ok(await turn.getByTestId("citation").nth(1).isDisabled());
+  // Typing a scoped question: the panel (the library in use only) says so
+  // and does not run the lanes on the wrong library.
+  await page.getByTestId("composer").fill("@kb:skeptics who killed William");
+  await page.getByTestId("match-scoped").waitFor();
+  assert.match(await page.getByTestId("match-scoped").innerText(), /reads @kb:skeptics/);
+  assert.equal(await page.evaluate(() => window.__CALLS__.filter(([c]) => c === "match_query").length), 0);
   assert.deepEqual(errors, []);
   await page.close();
 });

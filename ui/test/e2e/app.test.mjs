@@ -6,7 +6,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { execFileSync } from "node:child_process";
 import { remote } from "webdriverio";
 import { removeWhenQuiet, startDriver } from "./harness.mjs";
 
@@ -58,6 +59,14 @@ before(async () => {
   mkdirSync(join(inbox, "kinds"));
   for (const f of KINDS) cpSync(join(repo, "fixtures/formats", f), join(inbox, "kinds", f));
   writeFileSync(join(inbox, "kinds", "ls.1.gz"), "\x1f\x8b compressed man page");
+  // Two more libraries on the app's shelf, by two owners on the same books
+  // (fixtures/attribution), made with the CLI beside the app.
+  const cli = join(dirname(app), "carrel");
+  const env = { ...process.env, CARREL_LIBRARY: join(home, "library"), XDG_DATA_HOME: join(home, "data") };
+  for (const [kb, owner] of [["admirers", "Ada Moreau"], ["skeptics", "Ben Okafor"]]) {
+    execFileSync(cli, ["kb", "create", kb, "--owner", owner, "--dir", join(home, kb)], { env });
+    execFileSync(cli, ["--kb", kb, "add", join(repo, "fixtures/attribution", kb)], { env, stdio: "ignore" });
+  }
   driver = await startDriver(driverBin, 4444, {
     ...process.env,
     CARREL_LIBRARY: join(home, "library"),
@@ -273,4 +282,29 @@ test("after a restart the chat is still there, answered and cited", async () => 
   assert.match(await (await browser.$(".turn .question")).getText(), /starter alive and fed/);
   assert.ok((await browser.$$('[data-testid="citation"]')).length > 0, "the kept answer keeps its citations");
   await shot("11-chat-after-restart");
+});
+
+test("an @kb: question reads the libraries it names, shows the route, and says whose library each quote is from", async () => {
+  await (await browser.$('[data-nav="library"]')).click();
+  const shelf = await $t("shelf");
+  await shelf.waitForDisplayed({ timeout: 20000 });
+  assert.match(await shelf.getText(), /3 libraries on this machine/);
+  await (await browser.$('[data-nav="chat"]')).click();
+  const box = await $t("composer");
+  await box.click();
+  await box.addValue("@kb:admirers @kb:skeptics who is responsible for the murders in Frankenstein");
+  // The match panel runs on the library in use: it says so instead of
+  // explaining this question with the wrong library.
+  await until("the panel's scope note", async () => (await browser.$$('[data-testid="match-scoped"]')).length > 0, 30000);
+  assert.match(await (await $t("match-scoped")).getText(), /@kb:admirers, @kb:skeptics/);
+  await (await $t("send")).click();
+  await until("the answer across libraries", async () => (await browser.$$('[data-testid="route"]')).length > 0, 60000);
+  const route = await (await $t("route")).getText();
+  assert.match(route, /admirers \(Ada Moreau\): \d+ ms · skeptics \(Ben Okafor\): \d+ ms/);
+  const heads = [];
+  for (const h of await browser.$$('[data-testid="from-library"]')) heads.push(await h.getText());
+  assert.ok(heads.includes("From admirers (owner: Ada Moreau)"), heads.join(" | "));
+  assert.ok(heads.includes("From skeptics (owner: Ben Okafor)"), heads.join(" | "));
+  await (await $t("route")).scrollIntoView();
+  await shot("12-chat-across-libraries");
 });
