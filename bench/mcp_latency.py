@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import shutil
-import sqlite3
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -105,19 +104,16 @@ def main():
                              capture_output=True, text=True)
         ingest_s = time.perf_counter() - t
         added = json.loads(out.stdout)["added"]
-        # Copies of the library under other names: the same documents, so each
-        # extra library costs what a library of this size costs.
+        # Copies of the library under other names, put on the shelf with
+        # `carrel kb add`: the same documents, so each extra library costs
+        # what a library of this size costs.
         kbs = ["default"]
         for i in range(1, args.libraries):
             kb, copy = f"copy-{i}", Path(tmp) / f"copy-{i}"
             shutil.copytree(lib, copy)
-            with sqlite3.connect(copy / "library.sqlite3") as db:
-                db.execute("UPDATE identity SET kb = ?", (kb,))
+            subprocess.run([args.bin, "kb", "add", str(copy), "--as", kb], env=env,
+                           capture_output=True, check=True)
             kbs.append(kb)
-        shelf = Path(tmp) / "data/app.carrel/shelf.json"
-        shelf.parent.mkdir(parents=True, exist_ok=True)
-        shelf.write_text(json.dumps({"libraries": [{"kind": "local", "dir": str(Path(tmp) / k)}
-                                                   for k in kbs[1:]]}))
         token = subprocess.run([args.bin, "kb", "token", *kbs], env=env, capture_output=True,
                                text=True, check=True).stdout.strip()
         stdio = figures(*asyncio.run(over_stdio(args.bin, env, queries, ["default"])))

@@ -156,6 +156,9 @@ pub enum Error {
     )]
     NotOnShelf(PathBuf),
 
+    #[error("the library at {0} is already on the shelf; `carrel kb list` shows it")]
+    LibraryOnShelf(PathBuf),
+
     #[error("{0} already holds a library; choose an empty folder with --dir")]
     LibraryExists(PathBuf),
 }

@@ -953,3 +953,45 @@ fn ask_with_kb_mentions_reads_those_libraries_and_groups_the_answer_by_owner() {
         "{err}"
     );
 }
+
+#[test]
+fn a_library_folder_from_elsewhere_is_put_on_the_shelf_under_its_name_or_a_new_one() {
+    let data = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    // A library someone else made and named, copied here as a folder.
+    let theirs = elsewhere.path().join("theirs");
+    carrel(&theirs)
+        .args(["add"])
+        .arg(fixtures().join("docs/getting-started.txt"))
+        .assert()
+        .success();
+    carrel_home(data.path())
+        .args(["kb", "create", "notes"])
+        .assert()
+        .success();
+    let err = stderr_of_failure(
+        carrel_home(data.path())
+            .args(["kb", "add"])
+            .arg(elsewhere.path()),
+    );
+    assert!(err.contains("no library at"), "{err}");
+    // Its name (`default`) is the library in use's: refused until renamed.
+    let err = stderr_of_failure(carrel_home(data.path()).args(["kb", "add"]).arg(&theirs));
+    assert!(err.contains("already on the shelf"), "{err}");
+    let out = stdout(
+        carrel_home(data.path())
+            .args(["kb", "add"])
+            .arg(&theirs)
+            .args(["--as", "theirs"]),
+    );
+    assert!(
+        out.contains("added          theirs") && out.contains("1 documents"),
+        "{out}"
+    );
+    let listed = json(
+        stdout(carrel_home(data.path()).args(["--kb", "theirs", "list", "--json"])).as_bytes(),
+    );
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let err = stderr_of_failure(carrel_home(data.path()).args(["kb", "add"]).arg(&theirs));
+    assert!(err.contains("is already on the shelf"), "{err}");
+}

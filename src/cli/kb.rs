@@ -44,6 +44,14 @@ enum Command {
     },
     /// Give a library another name
     Rename { kb: String, new_kb: String },
+    /// Put a library folder that already exists (copied from someone, or
+    /// forgotten before) on the shelf, under its own name or a new one
+    Add {
+        dir: PathBuf,
+        /// Rename it as it is added (when its name is taken on the shelf)
+        #[arg(long = "as")]
+        as_kb: Option<String>,
+    },
     /// Take a library off the shelf, by name or folder; its files stay
     Forget { kb_or_dir: String },
     /// Make a read token for `carrel serve`: whoever holds it may read these
@@ -172,6 +180,35 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             };
             store.set_identity(&identity)?;
             println!("renamed        {kb} → {} ({})", identity.kb, dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Add { dir, as_kb } => {
+            if !dir.join(DATABASE_FILE).is_file() {
+                return Err(Error::NoLibrary(dir.clone()));
+            }
+            let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
+            let survey = shelf.survey(&in_use);
+            if survey.libraries.iter().any(|s| s.dir == dir) {
+                return Err(Error::LibraryOnShelf(dir));
+            }
+            let store = Store::open(&dir.join(DATABASE_FILE))?;
+            let mut identity = store.identity()?;
+            if let Some(new_kb) = as_kb {
+                identity.kb = Kb::parse(new_kb)?;
+            }
+            survey.check_free(&identity.kb)?;
+            store.set_identity(&identity)?;
+            shelf.add_local(&dir);
+            shelf.save(&path)?;
+            println!(
+                "added          {} ({}, {} documents) at {}; ask it with `carrel --kb {} …` or `@kb:{}`",
+                identity.kb,
+                identity.title,
+                store.document_count()?,
+                dir.display(),
+                identity.kb,
+                identity.kb
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Forget { kb_or_dir } => {
