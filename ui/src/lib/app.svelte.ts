@@ -35,6 +35,10 @@ class AppState {
   /** The libraries on this machine's shelf, the one in use first. */
   libraries = $state<Survey>([]);
   librariesError = $state<string | null>(null);
+  /** The library in use, as the shelf lists it. */
+  inUse = $derived(this.libraries.find((x) => x.in_use));
+  /** Its name, once it exists and was listed. */
+  inUseKb = $derived(this.inUse?.state === "ready" ? this.inUse.identity.kb : null);
   /** Whether the watcher keeps the watches in sync; null until asked. */
   watcher = $state<WatcherHealth | null>(null);
   watcherError = $state<string | null>(null);
