@@ -145,11 +145,22 @@ pub enum Error {
     )]
     LibraryGone(PathBuf),
 
+    #[error("the hub at {url} could not be reached: {reason}")]
+    Unreachable { url: String, reason: String },
+
+    #[error("the hub at {url} answered: {reason}")]
+    Remote { url: String, reason: String },
+
+    #[error(
+        "`{kb}` is a library on another machine ({url}): it can be searched (MCP `search`), not changed or read as a folder here"
+    )]
+    RemoteLibrary { kb: String, url: String },
+
     #[error("the library is unavailable: {0}")]
     Unavailable(String),
 
-    #[error("a library named `{kb}` is already on the shelf, at {dir}; choose another name")]
-    KbTaken { kb: String, dir: PathBuf },
+    #[error("a library named `{kb}` is already on the shelf, at {at}; choose another name")]
+    KbTaken { kb: String, at: String },
 
     #[error(
         "{0} is not on the shelf (the library in use always is); `carrel kb list` shows the shelf"

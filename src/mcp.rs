@@ -25,7 +25,7 @@ use crate::{Error, Library};
 
 /// A document id: an integer such as `12`, or the same digits as a string
 /// (`"12"`). Nothing else is accepted.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum DocIdArg {
     Number(i64),
@@ -76,14 +76,14 @@ pub struct SearchArgs {
     pub top_k: Option<usize>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ListArgs {
     /// The library to list; may be left out only when one is served.
     #[serde(default)]
     pub kb: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReadPart {
     /// The full extracted text with its headings (default).
@@ -95,7 +95,7 @@ pub enum ReadPart {
     Passage,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ReadArgs {
     /// The library that holds the document (the `kb` of the hit); may be
     /// left out only when one library is served.
@@ -109,7 +109,7 @@ pub struct ReadArgs {
     pub chunk: Option<i64>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct CiteArgs {
     /// The library that holds the document; may be left out only when one
     /// library is served.
@@ -186,6 +186,29 @@ impl CarrelMcp {
             .and_then(|p| p.extensions.get::<Grant>())
             .cloned()
             .unwrap_or_else(|| self.local.clone())
+    }
+
+    /// Passes a tool call on to the hub that serves library `kb`, when it is
+    /// one of another hub (only a local caller sees those): its answer, or
+    /// none for a library here.
+    async fn passed_on<A: Serialize>(
+        &self,
+        kb: Option<&str>,
+        grant: &Grant,
+        tool: &'static str,
+        args: &A,
+    ) -> Result<Option<String>, String> {
+        let (hub, grant) = (self.hub.clone(), grant.clone());
+        let kb = kb.map(str::to_string);
+        let args =
+            serde_json::to_value(args).map_err(|e| format!("could not pass the call on: {e}"))?;
+        tokio::task::spawn_blocking(move || match hub.remote(kb.as_deref(), &grant)? {
+            Some(remote) => remote.forward(tool, args).map(Some),
+            None => Ok(None),
+        })
+        .await
+        .map_err(|e| format!("the library task failed: {e}"))?
+        .map_err(|e| e.to_string())
     }
 
     /// Runs work on one library off the async runtime (ONNX and SQLite block).
@@ -267,11 +290,18 @@ impl CarrelMcp {
         ext: rmcp::model::Extensions,
         Parameters(args): Parameters<ReadArgs>,
     ) -> Result<String, String> {
+        let grant = self.grant(&ext);
+        if let Some(text) = self
+            .passed_on(args.kb.as_deref(), &grant, "read", &args)
+            .await?
+        {
+            return Ok(text);
+        }
         let id = args.id.get()?;
         let part = args.part;
         let chunk = args.chunk;
         let out = self
-            .with_library(args.kb, self.grant(&ext), move |member, lib| {
+            .with_library(args.kb, grant, move |member, lib| {
                 let doc = lib.read(id)?;
                 if let Some(reason) = &doc.document.broken_reason {
                     return Ok(Err(format!("document {id} is broken and has no text: {reason}")));
@@ -311,13 +341,20 @@ impl CarrelMcp {
         ext: rmcp::model::Extensions,
         Parameters(args): Parameters<CiteArgs>,
     ) -> Result<String, String> {
+        let grant = self.grant(&ext);
+        if let Some(text) = self
+            .passed_on(args.kb.as_deref(), &grant, "cite", &args)
+            .await?
+        {
+            return Ok(text);
+        }
         let id = args.id.get()?;
         let quote = args.quote;
         if squash(&quote).is_empty() {
             return Err("the quote is empty".into());
         }
         let result = self
-            .with_library(args.kb, self.grant(&ext), move |member, lib| {
+            .with_library(args.kb, grant, move |member, lib| {
                 let doc = lib.document(id)?;
                 let chunks = lib.chunks(id)?;
                 let (hit, nearest) = match cite::locate(&chunks, &quote) {
@@ -356,8 +393,15 @@ impl CarrelMcp {
         ext: rmcp::model::Extensions,
         Parameters(args): Parameters<ListArgs>,
     ) -> Result<String, String> {
+        let grant = self.grant(&ext);
+        if let Some(text) = self
+            .passed_on(args.kb.as_deref(), &grant, "list", &args)
+            .await?
+        {
+            return Ok(text);
+        }
         let out = self
-            .with_library(args.kb, self.grant(&ext), |member, lib| {
+            .with_library(args.kb, grant, |member, lib| {
                 Ok(serde_json::json!({ "kb": member.kb(), "owner": member.owner(), "documents": lib.list()? }))
             })
             .await?;

@@ -64,7 +64,7 @@ impl Scale for Cosine {
 }
 
 /// A cross-encoder's raw output (logit), unbounded; larger is more relevant.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, specta::Type)]
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, specta::Type)]
 #[serde(transparent)]
 pub struct RerankLogit(f32);
 

@@ -115,11 +115,32 @@ pub async fn list_watches(state: State<'_, AppState>) -> Result<Vec<Watch>> {
 }
 
 /// The libraries on this machine's shelf, the one in use first: name,
-/// owner, documents, or why one cannot be opened.
+/// owner, documents, or why one cannot be opened or reached.
 #[tauri::command]
 #[specta::specta]
 pub async fn list_libraries(state: State<'_, AppState>) -> Result<Survey> {
-    with_library(&state, |l| l.shelf()).await
+    // Not under the library's lock: a library on another hub may be slow to
+    // answer, and nothing else should wait for it.
+    let dir = state.settings().library_config()?.dir;
+    blocking(move || Ok(carrel::library::shelf::surveyed(&dir)?)).await
+}
+
+/// Puts a library that another machine serves (`carrel serve`) on the
+/// shelf, once its hub says the token opens it; the shelf as it stands then.
+#[tauri::command]
+#[specta::specta]
+pub async fn add_remote_library(
+    state: State<'_, AppState>,
+    url: String,
+    kb: String,
+    token: String,
+) -> Result<Survey> {
+    let dir = state.settings().library_config()?.dir;
+    blocking(move || {
+        carrel::library::shelf::add_remote(&dir, &url, &kb, &token)?;
+        Ok(carrel::library::shelf::surveyed(&dir)?)
+    })
+    .await
 }
 
 /// Stops watching; the documents stay.

@@ -39,6 +39,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::cancel_import,
             commands::list_watches,
             commands::list_libraries,
+            commands::add_remote_library,
             commands::remove_watch,
             commands::match_query,
             commands::complete_mention,

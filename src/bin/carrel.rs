@@ -15,8 +15,9 @@ fn main() -> ExitCode {
     let _faults = fail::FailScenario::setup();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CARREL_LOG")
-                .unwrap_or_else(|_| "warn,lopdf=error,pdf_extract=error".into()),
+            tracing_subscriber::EnvFilter::try_from_env("CARREL_LOG").unwrap_or_else(|_| {
+                "warn,lopdf=error,pdf_extract=error,rmcp::transport::worker=off".into()
+            }),
         )
         .with_writer(std::io::stderr)
         // Colour codes only for a person: a log file (`carrel serve 2>log`)

@@ -52,6 +52,17 @@ enum Command {
         #[arg(long = "as")]
         as_kb: Option<String>,
     },
+    /// Put a library that another machine serves (`carrel serve`) on the
+    /// shelf: its hub's URL, its name there, and the read token its owner
+    /// gave. The hub is asked first: the token must open that library
+    AddRemote {
+        /// The hub's MCP endpoint, e.g. http://their-machine:7311/mcp
+        url: String,
+        /// The library's name on that hub
+        kb: String,
+        #[arg(long, env = "CARREL_READ_TOKEN")]
+        token: String,
+    },
     /// Take a library off the shelf, by name or folder; its files stay
     Forget { kb_or_dir: String },
     /// Make a read token for `carrel serve`: whoever holds it may read these
@@ -92,18 +103,18 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     let (in_use, _) = crate::library_dir(cli.library.as_deref(), None)?;
     match &args.command {
         Command::List { json } => {
-            let survey = shelf.survey(&in_use);
+            let survey = crate::library::shelf::surveyed(&in_use)?;
             if *json {
                 print_json(&survey);
                 return Ok(ExitCode::SUCCESS);
             }
             println!(
-                "{:<16} {:<24} {:<20} {:>6}  FOLDER",
+                "{:<16} {:<24} {:<20} {:>6}  FOLDER OR HUB",
                 "KB", "TITLE", "OWNER", "DOCS"
             );
             for s in &survey.libraries {
                 let mark = if s.in_use { "  (in use)" } else { "" };
-                let folder = format!("{}{mark}", s.dir.display());
+                let folder = format!("{}{mark}", s.place);
                 match &s.state {
                     ShelfState::Ready {
                         identity,
@@ -121,6 +132,18 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                         "",
                         "",
                         0
+                    ),
+                    ShelfState::Remote { kb } => println!("{kb:<16} not asked  {folder}"),
+                    ShelfState::Unreachable {
+                        kb,
+                        reason,
+                        last_ok,
+                    } => println!(
+                        "{kb:<16} UNREACHABLE: {reason}; {}  {folder}",
+                        match last_ok {
+                            Some(t) => format!("it last answered {}", super::ago(*t)),
+                            None => "it never answered".to_string(),
+                        }
                     ),
                     ShelfState::Unavailable { reason } => {
                         println!("{:<16} unavailable: {reason}", "?")
@@ -188,7 +211,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             }
             let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
             let survey = shelf.survey(&in_use);
-            if survey.libraries.iter().any(|s| s.dir == dir) {
+            if survey.libraries.iter().any(|s| s.dir() == Some(&dir)) {
                 return Err(Error::LibraryOnShelf(dir));
             }
             let store = Store::open(&dir.join(DATABASE_FILE))?;
@@ -211,7 +234,24 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::AddRemote { url, kb, token } => {
+            let there = crate::library::shelf::add_remote(&in_use, url, kb, token)?;
+            println!(
+                "added          {kb} ({}, kept by {}, {} documents) at {url}; search it with `carrel mcp` (`search` with kb [\"{kb}\"])",
+                there.identity.title,
+                there.identity.owner.as_deref().unwrap_or("(not set)"),
+                there.documents
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Forget { kb_or_dir } => {
+            if let Ok(kb) = Kb::parse(kb_or_dir)
+                && shelf.forget_remote(&kb)
+            {
+                shelf.save(&path)?;
+                println!("forgot         {kb}, the library on another hub");
+                return Ok(ExitCode::SUCCESS);
+            }
             let dir = shelf
                 .survey(&in_use)
                 .find(kb_or_dir)

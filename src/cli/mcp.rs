@@ -38,7 +38,7 @@ pub(super) fn hub(cli: &Cli, kbs: &[String]) -> Result<Hub, Error> {
         let chosen: Vec<_> = survey
             .libraries
             .iter()
-            .filter(|s| s.dir == dir)
+            .filter(|s| s.dir() == Some(&dir))
             .cloned()
             .collect();
         Ok(Hub::open(&chosen, &models))
@@ -55,10 +55,12 @@ pub(super) fn hub(cli: &Cli, kbs: &[String]) -> Result<Hub, Error> {
         }
         return Ok(Hub::open(&survey.libraries, &models));
     }
-    let mut chosen = Vec::new();
+    let mut chosen: Vec<crate::library::shelf::Shelved> = Vec::new();
     for kb in kbs {
-        let dir = survey.find(kb)?;
-        chosen.extend(survey.libraries.iter().filter(|s| s.dir == dir).cloned());
+        let entry = survey.entry(kb)?;
+        if !chosen.contains(entry) {
+            chosen.push(entry.clone());
+        }
     }
     Ok(Hub::open(&chosen, &models))
 }

@@ -14,7 +14,7 @@ use crate::kb::Kb;
 use crate::score::{ScorerId, ScorerKind};
 
 /// A hit with the library it came from and who keeps that library.
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct Attributed<H> {
     pub kb: Kb,
     pub owner: Option<String>,
@@ -56,7 +56,9 @@ impl Placed for TopicHit {
 }
 
 /// How the hits of a group stand in their libraries' lanes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, specta::Type)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, specta::Type,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Standing {
     /// Admitted by the lane: an answer.
@@ -69,7 +71,7 @@ pub enum Standing {
 
 /// Hits placed by one scorer and standing one way, best first, from one or
 /// more libraries.
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct LaneGroup<H> {
     #[specta(type = String)]
     pub scorer: ScorerId,
@@ -94,7 +96,7 @@ impl<H: Placed> LaneGroup<H> {
 }
 
 /// One library's lane as it stood, for the shared view.
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct LibraryLane {
     pub kb: Kb,
     pub owner: Option<String>,
@@ -105,7 +107,7 @@ pub struct LibraryLane {
 /// One lane over several libraries: how the lane stood in each, and its hits
 /// in groups that were each ordered by one scorer (admitted hits first,
 /// then weak ones, then the sub-floor tails), at most `top_k` per group.
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct SharedLane<H> {
     pub libraries: Vec<LibraryLane>,
     pub groups: Vec<LaneGroup<H>>,
@@ -152,11 +154,35 @@ impl<H: Placed + Clone> SharedLane<H> {
                 }
             }
         }
-        groups.sort_by_key(|g| g.standing);
-        for g in &mut groups {
+        let mut lane = SharedLane { libraries, groups };
+        lane.settle(top_k);
+        lane
+    }
+
+    /// Takes in the lane another hub answered for its libraries: their
+    /// states, and each hit into the group of its scorer and standing, or
+    /// apart when no group here has them.
+    pub fn absorb(&mut self, other: SharedLane<H>, top_k: usize) {
+        self.libraries.extend(other.libraries);
+        for group in other.groups {
+            for hit in group.hits {
+                let one = LaneGroup {
+                    scorer: group.scorer.clone(),
+                    standing: group.standing,
+                    hits: vec![hit],
+                };
+                place(&mut self.groups, one);
+            }
+        }
+        self.settle(top_k);
+    }
+
+    /// Admitted hits first, then weak ones, then the tails; `top_k` each.
+    fn settle(&mut self, top_k: usize) {
+        self.groups.sort_by_key(|g| g.standing);
+        for g in &mut self.groups {
             g.hits.truncate(top_k);
         }
-        SharedLane { libraries, groups }
     }
 
     /// Every hit that is an answer (admitted or weak), group by group.

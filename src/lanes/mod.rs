@@ -21,7 +21,7 @@ pub mod topic;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::score::{Cosine, RerankLogit, ScorerId};
 use crate::store::Coverage;
@@ -60,14 +60,14 @@ pub const RERANK_BUDGET: Duration = Duration::from_secs(3);
 
 /// A document that holds a hit. Documents sharing one content are one hit
 /// with several locations.
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct Location {
     pub doc: i64,
     pub title: String,
     pub source: String,
 }
 
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct SubjectHit {
     pub doc: i64,
     pub title: String,
@@ -84,7 +84,7 @@ pub struct SubjectHit {
     pub why: String,
 }
 
-#[derive(Debug, Clone, Serialize, specta::Type)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct TopicHit {
     pub doc: i64,
     pub title: String,

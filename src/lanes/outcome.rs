@@ -1,7 +1,7 @@
 //! What a lane returns. "Could not look" and "looked, found nothing" are
 //! different values, never the same empty list.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A lane that looked (`Ready`, `Weak`) also carries its `below_floor`
 /// tail: the candidates it judged and kept under its floor, best first,
@@ -27,7 +27,7 @@ pub enum LaneOutcome<H> {
 }
 
 /// A lane's state, as the UI and JSON name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(rename_all = "lowercase")]
 pub enum LaneState {
     Ready,

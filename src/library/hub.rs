@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::shelf::{ShelfState, Shelved};
+use super::remote::Remote;
+use super::shelf::{Place, ShelfState, Shelved};
 use super::{Library, LibraryConfig};
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb, ReadToken};
@@ -28,12 +29,12 @@ use crate::store::Store;
 
 /// One library the hub serves.
 pub struct Member {
-    pub dir: PathBuf,
     state: MemberState,
 }
 
 enum MemberState {
     Open {
+        dir: PathBuf,
         identity: Identity,
         library: Arc<Mutex<Library>>,
         /// A second connection, for token checks and counts: a request is
@@ -42,6 +43,12 @@ enum MemberState {
     },
     /// It could not be opened when the hub started; the reason says why.
     Unavailable { reason: String },
+    /// A library another hub serves, asked there each time; its owner as
+    /// that hub said when this one started (none if it did not answer).
+    Remote {
+        remote: Remote,
+        owner: Option<String>,
+    },
 }
 
 /// Which libraries a caller may read: all of them (a local process, as
@@ -72,7 +79,7 @@ pub enum Selection {
 /// The scorers a library is asked with: the embedder's and the
 /// cross-encoder's fingerprints, or why they could not be read. Hits of two
 /// libraries are ranked together only when these are the same.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Scorers {
     pub embedder: Scorer,
     pub cross_encoder: Scorer,
@@ -88,7 +95,7 @@ impl Scorers {
 }
 
 /// A model's fingerprint (`name@sha12`), or why it could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Scorer {
     Known { id: String },
@@ -139,7 +146,7 @@ pub enum Availability {
 /// A search over several libraries: the route, then each lane apart, every
 /// hit with its library and owner. The two lanes are never merged; within a
 /// lane, hits share a list only when one scorer placed them all.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SharedMatch {
     pub query: String,
     pub route: Vec<RouteStep>,
@@ -162,17 +169,38 @@ impl Hub {
         let members = libraries
             .iter()
             .map(|s| Member {
-                dir: s.dir.clone(),
-                state: match &s.state {
-                    ShelfState::Ready { .. } => open_member(&s.dir, models),
-                    ShelfState::NotCreated => MemberState::Unavailable {
-                        reason: format!(
-                            "no library at {} yet: `carrel add` creates it",
-                            s.dir.display()
-                        ),
+                state: match (&s.place, &s.state) {
+                    (
+                        Place::Hub { url, token },
+                        ShelfState::Remote { kb } | ShelfState::Unreachable { kb, .. },
+                    ) => {
+                        let remote = Remote::new(url, kb.clone(), token);
+                        let owner = remote.identity().ok().and_then(|i| i.identity.owner);
+                        MemberState::Remote { remote, owner }
+                    }
+                    (Place::Hub { .. }, ShelfState::Ready { identity, .. }) => {
+                        MemberState::Remote {
+                            remote: match &s.place {
+                                Place::Hub { url, token } => {
+                                    Remote::new(url, identity.kb.clone(), token)
+                                }
+                                Place::Local { .. } => unreachable!("matched a hub"),
+                            },
+                            owner: identity.owner.clone(),
+                        }
+                    }
+                    (Place::Local { dir }, ShelfState::Ready { .. }) => open_member(dir, models),
+                    (place, ShelfState::NotCreated) => MemberState::Unavailable {
+                        reason: format!("no library at {place} yet: `carrel add` creates it"),
                     },
-                    ShelfState::Unavailable { reason } => MemberState::Unavailable {
+                    (_, ShelfState::Unavailable { reason }) => MemberState::Unavailable {
                         reason: reason.clone(),
+                    },
+                    (
+                        Place::Local { dir },
+                        ShelfState::Remote { .. } | ShelfState::Unreachable { .. },
+                    ) => MemberState::Unavailable {
+                        reason: format!("{} is a folder, not a hub", dir.display()),
                     },
                 },
             })
@@ -190,6 +218,30 @@ impl Hub {
             .iter()
             .filter(|m| m.visible(grant))
             .map(|m| {
+                if let MemberState::Remote { remote, owner } = &m.state {
+                    return match remote.identity() {
+                        Ok(there) => LibraryInfo {
+                            kb: Some(there.identity.kb),
+                            title: Some(there.identity.title),
+                            owner: there.identity.owner,
+                            description: Some(there.identity.description),
+                            state: Availability::Ready {
+                                documents: there.documents,
+                            },
+                            scorers: there.scorers.unwrap_or_else(|| scorers.clone()),
+                        },
+                        Err(e) => LibraryInfo {
+                            kb: Some(remote.kb.clone()),
+                            title: None,
+                            owner: owner.clone(),
+                            description: None,
+                            state: Availability::Unavailable {
+                                reason: e.to_string(),
+                            },
+                            scorers: scorers.clone(),
+                        },
+                    };
+                }
                 let (kb, title, owner, description) = match &m.state {
                     MemberState::Open { identity: i, .. } => (
                         Some(i.kb.clone()),
@@ -197,7 +249,9 @@ impl Hub {
                         i.owner.clone(),
                         Some(i.description.clone()),
                     ),
-                    MemberState::Unavailable { .. } => (None, None, None, None),
+                    MemberState::Unavailable { .. } | MemberState::Remote { .. } => {
+                        (None, None, None, None)
+                    }
                 };
                 LibraryInfo {
                     kb,
@@ -277,7 +331,7 @@ impl Hub {
     /// none answered, that is an error with every reason, never an empty
     /// result.
     pub fn search(&self, members: &[&Member], query: &str, top_k: usize) -> Result<SharedMatch> {
-        let answers: Vec<(RouteStep, Option<MatchResponse>)> = std::thread::scope(|s| {
+        let answers: Vec<(RouteStep, Option<Answered>)> = std::thread::scope(|s| {
             let asked: Vec<_> = members
                 .iter()
                 .map(|m| s.spawn(move || m.search(query, top_k)))
@@ -287,15 +341,8 @@ impl Hub {
                 .zip(members)
                 .map(|(h, m)| {
                     h.join().unwrap_or_else(|_| {
-                        (
-                            m.step(
-                                RouteState::Failed {
-                                    reason: "the search panicked".into(),
-                                },
-                                0.0,
-                            ),
-                            None,
-                        )
+                        let reason = "the search panicked".to_string();
+                        (m.step(RouteState::Failed { reason }, 0.0), None)
                     })
                 })
                 .collect()
@@ -312,32 +359,47 @@ impl Hub {
                 .collect();
             return Err(Error::NothingAnswered(reasons.join("; ")));
         }
-        let answered: Vec<(&RouteStep, &MatchResponse)> = answers
+        // This hub's own libraries first, ordered together as the merge
+        // rule allows; then what other hubs answered, taken in by the same
+        // rule.
+        let here: Vec<(Kb, &RouteStep, &MatchResponse)> = answers
             .iter()
-            .filter_map(|(step, r)| Some((step, r.as_ref()?)))
+            .filter_map(|(step, r)| match r {
+                Some(Answered::Here(r)) => Some((step.kb.clone()?, step, r)),
+                _ => None,
+            })
             .collect();
-        let lane_of = |kb: &Option<Kb>| kb.clone().expect("an answering library has a name");
-        let kbs: Vec<Kb> = answered.iter().map(|(s, _)| lane_of(&s.kb)).collect();
-        let subject = SharedLane::gather(
-            answered
-                .iter()
-                .zip(&kbs)
-                .map(|((s, r), kb)| (kb, &s.owner, &r.subject)),
+        let mut subject = SharedLane::gather(
+            here.iter().map(|(kb, s, r)| (kb, &s.owner, &r.subject)),
             top_k,
         );
-        let topic = SharedLane::gather(
-            answered
-                .iter()
-                .zip(&kbs)
-                .map(|((s, r), kb)| (kb, &s.owner, &r.topic)),
+        let mut topic = SharedLane::gather(
+            here.iter().map(|(kb, s, r)| (kb, &s.owner, &r.topic)),
             top_k,
         );
+        let mut topic_vetoed: usize = here.iter().map(|(_, _, r)| r.explain.vetoed).sum();
+        for (_, r) in &answers {
+            if let Some(Answered::There(m)) = r {
+                subject.absorb(m.subject.clone(), top_k);
+                topic.absorb(m.topic.clone(), top_k);
+                topic_vetoed += m.topic_vetoed;
+            }
+        }
         Ok(SharedMatch {
             query: query.to_string(),
-            topic_vetoed: answered.iter().map(|(_, r)| r.explain.vetoed).sum(),
+            topic_vetoed,
             route: answers.into_iter().map(|(step, _)| step).collect(),
             subject,
             topic,
+        })
+    }
+
+    /// The library `kb` names if it is on another hub, for a tool call to
+    /// be passed on to it; none for a library here.
+    pub fn remote(&self, kb: Option<&str>, grant: &Grant) -> Result<Option<Remote>> {
+        Ok(match &self.one(kb, grant)?.state {
+            MemberState::Remote { remote, .. } => Some(remote.clone()),
+            _ => None,
         })
     }
 
@@ -367,10 +429,17 @@ impl Hub {
     }
 }
 
+/// One library's answer to a search: its own lanes, or what its hub sent.
+enum Answered {
+    Here(MatchResponse),
+    There(SharedMatch),
+}
+
 impl Member {
     pub fn kb(&self) -> Option<&Kb> {
         match &self.state {
             MemberState::Open { identity, .. } => Some(&identity.kb),
+            MemberState::Remote { remote, .. } => Some(&remote.kb),
             MemberState::Unavailable { .. } => None,
         }
     }
@@ -378,16 +447,18 @@ impl Member {
     pub fn owner(&self) -> Option<&str> {
         match &self.state {
             MemberState::Open { identity, .. } => identity.owner.as_deref(),
+            MemberState::Remote { owner, .. } => owner.as_deref(),
             MemberState::Unavailable { .. } => None,
         }
     }
 
-    /// A library a token opens is one it names; an unavailable library,
-    /// whose name cannot be read, is shown only to a local caller.
+    /// A library a token opens is one it names. An unavailable library,
+    /// whose name cannot be read, and a library of another hub are shown
+    /// only to a local caller: a hub never passes on another's library.
     fn visible(&self, grant: &Grant) -> bool {
-        match self.kb() {
-            Some(kb) => grant.allows(kb),
-            None => *grant == Grant::All,
+        match (&self.state, self.kb()) {
+            (MemberState::Remote { .. }, _) | (_, None) => *grant == Grant::All,
+            (_, Some(kb)) => grant.allows(kb),
         }
     }
 
@@ -396,20 +467,24 @@ impl Member {
     /// from a library that no longer exists.
     pub fn library(&self) -> Result<&Arc<Mutex<Library>>> {
         match &self.state {
-            MemberState::Open { library, .. } => {
-                if !self.dir.join(DATABASE_FILE).is_file() {
-                    return Err(Error::LibraryGone(self.dir.clone()));
+            MemberState::Open { library, dir, .. } => {
+                if !dir.join(DATABASE_FILE).is_file() {
+                    return Err(Error::LibraryGone(dir.clone()));
                 }
                 Ok(library)
             }
             MemberState::Unavailable { reason } => Err(Error::Unavailable(reason.clone())),
+            MemberState::Remote { remote, .. } => Err(Error::RemoteLibrary {
+                kb: remote.kb.to_string(),
+                url: remote.url.clone(),
+            }),
         }
     }
 
     fn availability(&self) -> Availability {
         let documents = self.library().and_then(|_| match &self.state {
             MemberState::Open { side, .. } => crate::fault::lock(side).document_count(),
-            MemberState::Unavailable { reason } => Err(Error::Unavailable(reason.clone())),
+            _ => Err(Error::Unavailable("not a library here".into())),
         });
         match documents {
             Ok(documents) => Availability::Ready { documents },
@@ -428,8 +503,22 @@ impl Member {
         }
     }
 
-    fn search(&self, query: &str, top_k: usize) -> (RouteStep, Option<MatchResponse>) {
+    fn search(&self, query: &str, top_k: usize) -> (RouteStep, Option<Answered>) {
         let started = Instant::now();
+        if let MemberState::Remote { remote, .. } = &self.state {
+            let found = remote.search(query, top_k);
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            return match found {
+                Ok(m) => (
+                    self.step(RouteState::Answered, ms),
+                    Some(Answered::There(m)),
+                ),
+                Err(e) => {
+                    let reason = e.to_string();
+                    (self.step(RouteState::Unavailable { reason }, ms), None)
+                }
+            };
+        }
         let library = match self.library() {
             Ok(l) => l,
             Err(e) => {
@@ -440,7 +529,7 @@ impl Member {
         let result = crate::fault::lock(library).match_query(query, top_k);
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
-            Ok(r) => (self.step(RouteState::Answered, ms), Some(r)),
+            Ok(r) => (self.step(RouteState::Answered, ms), Some(Answered::Here(r))),
             Err(e) => {
                 let reason = e.to_string();
                 (self.step(RouteState::Failed { reason }, ms), None)
@@ -467,6 +556,7 @@ fn open_member(dir: &Path, models: &ModelConfig) -> MemberState {
     })();
     match opened {
         Ok((identity, library, side)) => MemberState::Open {
+            dir: dir.to_path_buf(),
             identity,
             library: Arc::new(Mutex::new(library)),
             side: Box::new(Mutex::new(side)),

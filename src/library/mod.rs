@@ -17,6 +17,7 @@ mod doctor;
 mod documents;
 pub mod hub;
 mod ingest;
+pub mod remote;
 mod retrieval;
 pub mod shelf;
 mod watches;
@@ -131,12 +132,6 @@ impl Library {
     /// the UI thread) makes it first.
     pub fn set_cancel(&mut self, cancel: Cancel) {
         self.cancel = cancel;
-    }
-
-    /// The libraries on this machine's shelf, this one first, each with how
-    /// it stands.
-    pub fn shelf(&self) -> Result<shelf::Survey> {
-        Ok(shelf::Shelf::load(&shelf::shelf_path()?)?.survey(self.dir()))
     }
 
     /// The embedding workers running, once something was embedded.

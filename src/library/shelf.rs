@@ -7,22 +7,61 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::remote::{Remote, There};
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb};
 use crate::store::Store;
+
+/// The shelf as it stands now, `in_use` first, each library on another hub
+/// asked how it stands (which notes on the shelf when each answered).
+pub fn surveyed(in_use: &Path) -> Result<Survey> {
+    let path = shelf_path()?;
+    let mut shelf = Shelf::load(&path)?;
+    let mut survey = shelf.survey(in_use);
+    shelf.check_remotes(&mut survey, &path)?;
+    Ok(survey)
+}
+
+/// Puts library `kb` of the hub at `url` on the shelf, once that hub says
+/// the token opens it: what it says of the library. A name taken by a
+/// library on this machine is refused; one of another hub is replaced.
+pub fn add_remote(in_use: &Path, url: &str, kb: &str, token: &str) -> Result<There> {
+    let kb = Kb::parse(kb)?;
+    let path = shelf_path()?;
+    let mut shelf = Shelf::load(&path)?;
+    let survey = shelf.survey(in_use);
+    if survey.entry(kb.as_str()).is_ok_and(|s| s.dir().is_some()) {
+        survey.check_free(&kb)?;
+    }
+    let remote = Remote::new(url, kb.clone(), token);
+    let there = remote.identity()?;
+    shelf.add_remote(&remote);
+    shelf.answered(&kb);
+    shelf.save(&path)?;
+    Ok(there)
+}
 
 /// Where the shelf is kept: `shelf.json` in the per-user data folder.
 pub fn shelf_path() -> Result<PathBuf> {
     Ok(crate::paths::default_data_dir()?.join("shelf.json"))
 }
 
-/// One library on the shelf. Remote libraries (a hub URL, a kb and a token)
-/// are the next kind.
+/// One library on the shelf.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ShelfEntry {
     /// A library folder on this machine.
     Local { dir: PathBuf },
+    /// A library another machine's hub serves (`carrel serve`): its MCP
+    /// URL, its name there, the read token its owner gave, and when it last
+    /// answered (unix seconds).
+    Remote {
+        url: String,
+        kb: Kb,
+        token: String,
+        #[serde(default)]
+        last_ok: Option<i64>,
+    },
 }
 
 /// The libraries this user keeps: the library in use (the one the CLI and
@@ -54,7 +93,15 @@ impl Shelf {
             path: path.to_path_buf(),
             reason: format!("it could not be written: {e}"),
         })?;
-        crate::paths::write_whole(path, &json)
+        crate::paths::write_whole(path, &json)?;
+        // It may hold read tokens for other hubs: for this user only.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| Error::io(path, e))?;
+        }
+        Ok(())
     }
 
     /// Adds a library folder, once.
@@ -66,25 +113,72 @@ impl Shelf {
         }
     }
 
+    /// Adds a library on another hub, or replaces the one of that name.
+    pub fn add_remote(&mut self, remote: &Remote) {
+        self.forget_remote(&remote.kb);
+        self.libraries.push(ShelfEntry::Remote {
+            url: remote.url.clone(),
+            kb: remote.kb.clone(),
+            token: remote.token().to_string(),
+            last_ok: None,
+        });
+    }
+
     /// Takes a library folder off the shelf; its files stay where they are.
     /// False when it was not on the shelf.
     pub fn forget(&mut self, dir: &Path) -> bool {
         let before = self.libraries.len();
-        self.libraries
-            .retain(|ShelfEntry::Local { dir: d }| !same_dir(d, dir));
+        self.libraries.retain(|e| match e {
+            ShelfEntry::Local { dir: d } => !same_dir(d, dir),
+            ShelfEntry::Remote { .. } => true,
+        });
         self.libraries.len() < before
+    }
+
+    /// Takes a remote library off the shelf; false when there was none.
+    pub fn forget_remote(&mut self, kb: &Kb) -> bool {
+        let before = self.libraries.len();
+        self.libraries
+            .retain(|e| !matches!(e, ShelfEntry::Remote { kb: k, .. } if k == kb));
+        self.libraries.len() < before
+    }
+
+    /// Notes that the remote library `kb` answered now.
+    pub fn answered(&mut self, kb: &Kb) {
+        for e in &mut self.libraries {
+            if let ShelfEntry::Remote { kb: k, last_ok, .. } = e
+                && k == kb
+            {
+                *last_ok = Some(crate::store::now());
+            }
+        }
     }
 
     /// The library folders: `in_use` first (when given), then the shelf's
     /// own, each once.
     pub fn local_dirs(&self, in_use: Option<&Path>) -> Vec<PathBuf> {
         let mut dirs: Vec<PathBuf> = in_use.map(Path::to_path_buf).into_iter().collect();
-        for ShelfEntry::Local { dir } in &self.libraries {
-            if !dirs.iter().any(|d| same_dir(d, dir)) {
+        for e in &self.libraries {
+            if let ShelfEntry::Local { dir } = e
+                && !dirs.iter().any(|d| same_dir(d, dir))
+            {
                 dirs.push(dir.clone());
             }
         }
         dirs
+    }
+
+    /// The libraries on other hubs, in the order added.
+    fn remotes(&self) -> impl Iterator<Item = (Remote, Option<i64>)> + '_ {
+        self.libraries.iter().filter_map(|e| match e {
+            ShelfEntry::Remote {
+                url,
+                kb,
+                token,
+                last_ok,
+            } => Some((Remote::new(url, kb.clone(), token), *last_ok)),
+            ShelfEntry::Local { .. } => None,
+        })
     }
 }
 
@@ -99,13 +193,40 @@ pub enum ShelfState {
     NotCreated,
     /// It could not be opened, and why: never shown as an empty library.
     Unavailable { reason: String },
+    /// A library on another hub, not asked yet (`Survey::check_remotes`
+    /// asks each).
+    Remote { kb: Kb },
+    /// A library on another hub that did not answer, why, and when it last
+    /// did (unix seconds; none if never).
+    Unreachable {
+        kb: Kb,
+        reason: String,
+        last_ok: Option<i64>,
+    },
+}
+
+/// Where a library on the shelf is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(untagged)]
+pub enum Place {
+    Local {
+        #[specta(type = String)]
+        dir: PathBuf,
+    },
+    /// Another machine's hub; the token is kept on the shelf, never shown.
+    Hub {
+        url: String,
+        #[serde(skip)]
+        #[specta(skip)]
+        token: String,
+    },
 }
 
 /// One library on the shelf, surveyed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 pub struct Shelved {
-    #[specta(type = String)]
-    pub dir: PathBuf,
+    #[serde(flatten)]
+    pub place: Place,
     /// The library the CLI and the app open when no other is named.
     pub in_use: bool,
     #[serde(flatten)]
@@ -116,7 +237,7 @@ impl Shelf {
     /// Opens every library on the shelf (`in_use` first) and says how each
     /// stands.
     pub fn survey(&self, in_use: &Path) -> Survey {
-        let libraries = self
+        let mut libraries: Vec<Shelved> = self
             .local_dirs(Some(in_use))
             .into_iter()
             .map(|dir| {
@@ -144,13 +265,56 @@ impl Shelf {
                     }
                 };
                 Shelved {
-                    dir,
+                    place: Place::Local { dir },
                     in_use: is_in_use,
                     state,
                 }
             })
             .collect();
+        libraries.extend(self.remotes().map(|(r, _)| Shelved {
+            place: Place::Hub {
+                url: r.url.clone(),
+                token: r.token().to_string(),
+            },
+            in_use: false,
+            state: ShelfState::Remote { kb: r.kb },
+        }));
         Survey { libraries }
+    }
+
+    /// Asks each remote library's hub how it stands, and notes on the
+    /// shelf (saved at `path`) when each one answered.
+    pub fn check_remotes(&mut self, survey: &mut Survey, path: &Path) -> Result<()> {
+        let mut answered = Vec::new();
+        let last: Vec<(Kb, Option<i64>)> = self.remotes().map(|(r, t)| (r.kb, t)).collect();
+        for s in &mut survey.libraries {
+            let (Place::Hub { url, token }, ShelfState::Remote { kb }) = (&s.place, &s.state)
+            else {
+                continue;
+            };
+            let remote = Remote::new(url, kb.clone(), token);
+            s.state = match remote.identity() {
+                Ok(there) => {
+                    answered.push(kb.clone());
+                    ShelfState::Ready {
+                        identity: there.identity,
+                        documents: there.documents,
+                    }
+                }
+                Err(e) => ShelfState::Unreachable {
+                    kb: kb.clone(),
+                    reason: e.to_string(),
+                    last_ok: last.iter().find(|(k, _)| k == kb).and_then(|(_, t)| *t),
+                },
+            };
+        }
+        if !answered.is_empty() {
+            for kb in &answered {
+                self.answered(kb);
+            }
+            self.save(path)?;
+        }
+        Ok(())
     }
 }
 
@@ -164,10 +328,23 @@ pub struct Survey {
 
 impl Survey {
     /// The folder of the library named `kb`; an unknown name is an error
-    /// that lists the known ones.
+    /// that lists the known ones, and a library on another hub is one that
+    /// says so.
     pub fn find(&self, kb: &str) -> Result<PathBuf> {
+        match self.entry(kb)?.place {
+            Place::Local { ref dir } => Ok(dir.clone()),
+            Place::Hub { ref url, .. } => Err(Error::RemoteLibrary {
+                kb: kb.to_string(),
+                url: url.clone(),
+            }),
+        }
+    }
+
+    /// The library named `kb`, here or on another hub; an unknown name is
+    /// an error that lists the known ones.
+    pub fn entry(&self, kb: &str) -> Result<&Shelved> {
         if let Some(found) = self.libraries.iter().find(|s| s.name() == Some(kb)) {
-            return Ok(found.dir.clone());
+            return Ok(found);
         }
         let names: Vec<String> = self
             .libraries
@@ -207,7 +384,7 @@ impl Survey {
         {
             Some(taken) => Err(Error::KbTaken {
                 kb: kb.to_string(),
-                dir: taken.dir.clone(),
+                at: taken.place.to_string(),
             }),
             None => Ok(()),
         }
@@ -222,7 +399,25 @@ impl Shelved {
         match &self.state {
             ShelfState::Ready { identity, .. } => Some(identity.kb.as_str()),
             ShelfState::NotCreated => Some(crate::kb::DEFAULT_KB),
+            ShelfState::Remote { kb } | ShelfState::Unreachable { kb, .. } => Some(kb.as_str()),
             ShelfState::Unavailable { .. } => None,
+        }
+    }
+
+    /// The folder of a library on this machine; none for one on a hub.
+    pub fn dir(&self) -> Option<&Path> {
+        match &self.place {
+            Place::Local { dir } => Some(dir),
+            Place::Hub { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Local { dir } => write!(f, "{}", dir.display()),
+            Place::Hub { url, .. } => f.write_str(url),
         }
     }
 }
@@ -305,5 +500,52 @@ mod tests {
         );
         survey.check_free(&Kb::parse("papers").unwrap()).unwrap();
         assert!(!in_use.exists(), "looking created the library in use");
+    }
+
+    #[test]
+    fn a_library_on_another_hub_is_named_on_the_shelf_and_its_token_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shelf.json");
+        let mut shelf = Shelf::default();
+        let kb = Kb::parse("skeptics").unwrap();
+        shelf.add_remote(&Remote::new(
+            "http://ben:7311/mcp",
+            kb.clone(),
+            "carrel_secret",
+        ));
+        // Added again (a new token): replaced, not listed twice.
+        shelf.add_remote(&Remote::new(
+            "http://ben:7311/mcp",
+            kb.clone(),
+            "carrel_newer",
+        ));
+        shelf.answered(&kb);
+        shelf.save(&path).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(
+                mode & 0o777,
+                0o600,
+                "the shelf holds tokens: this user's only"
+            );
+        }
+        let shelf = Shelf::load(&path).unwrap();
+        assert_eq!(shelf.libraries.len(), 1);
+        let survey = shelf.survey(&dir.path().join("in-use"));
+        let entry = survey.entry("skeptics").unwrap();
+        assert_eq!(entry.dir(), None);
+        let err = survey.find("skeptics").unwrap_err().to_string();
+        assert!(
+            err.contains("on another machine (http://ben:7311/mcp)"),
+            "{err}"
+        );
+        let json = serde_json::to_string(&survey).unwrap();
+        assert!(json.contains("\"url\":\"http://ben:7311/mcp\""), "{json}");
+        assert!(!json.contains("carrel_"), "a token in the listing: {json}");
+        let mut shelf = shelf;
+        assert!(shelf.forget_remote(&kb));
+        assert!(!shelf.forget_remote(&kb));
     }
 }

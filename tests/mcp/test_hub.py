@@ -117,13 +117,8 @@ class HubTest(unittest.IsolatedAsyncioTestCase):
                     self.assertEqual(info.server_info.name, "carrel")
                     yield s
 
-    @asynccontextmanager
-    async def stdio(self):
-        params = StdioServerParameters(command=BIN, args=["mcp"], env=self.env)
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as s:
-                await s.initialize()
-                yield s
+    def stdio(self):
+        return self.stdio_on(self.env)
 
     async def call(self, s, tool, args):
         r = await s.call_tool(tool, args)
@@ -255,6 +250,74 @@ class HubTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual([r["kb"] for r in v["route"]], ["skeptics", "admirers"])
             err = await self.error(s, "search", {"query": "x", "kb": ["nope"]})
             self.assertIn("`admirers`, `skeptics`", err)
+
+    async def test_a_library_on_another_hub_is_searched_there_and_its_scorer_kept_apart(self):
+        # The reader's machine: its own library and, on its shelf, `skeptics`
+        # served by the hub above with another cross-encoder (carrel-ce-v1).
+        tmp = Path(self.tmp.name)
+        reader = dict(os.environ, XDG_DATA_HOME=str(tmp / "reader-data"), CARREL_LIBRARY=str(tmp / "reader-in-use"))
+        run(reader, "kb", "create", "admirers", "--owner", "Ada Moreau", "--dir", str(tmp / "reader-admirers"))
+        run(reader, "--kb", "admirers", "add", str(FIXTURES / "admirers"))
+        v1 = str(Path(os.environ["CARREL_MODELS"]) / "carrel-ce-v1")
+        serve_env = dict(self.env, CARREL_RERANKER=v1)
+        with serving(serve_env, "skeptics") as (url, proc):
+            # A token that does not open the library is refused when added.
+            bad = subprocess.run([BIN, "kb", "add-remote", url, "skeptics", "--token", self.admirers_only],
+                                 env=reader, capture_output=True, text=True)
+            self.assertEqual(bad.returncode, 1, bad.stdout)
+            self.assertIn("refused the read token (HTTP 401)", bad.stderr)
+            self.assertNotIn("ERROR", bad.stderr, "one sentence, no transport log")
+            out = run(reader, "kb", "add-remote", url, "skeptics", "--token", self.both)
+            self.assertIn("kept by Ben Okafor, 5 documents", out)
+            shelf = json.loads(run(reader, "kb", "list", "--json"))
+            there = next(l for l in shelf if l.get("url") == url)
+            self.assertEqual((there["state"], there["identity"]["owner"]), ("ready", "Ben Okafor"))
+            self.assertNotIn(self.both, json.dumps(shelf), "the token is never listed")
+            async with self.stdio_on(reader) as s:
+                libs = {l["kb"]: l for l in await self.call(s, "libraries", {})}
+                self.assertEqual((libs["skeptics"]["owner"], libs["skeptics"]["documents"]), ("Ben Okafor", 5))
+                self.assertIn("carrel-ce-v1@", libs["skeptics"]["scorers"]["cross_encoder"]["id"])
+                v = await self.call(s, "search", {"query": QUESTIONS[2], "kb": ["admirers", "skeptics"]})
+                self.assertEqual([(r["kb"], r["state"]) for r in v["route"]],
+                                 [("admirers", "answered"), ("skeptics", "answered")])
+                # One embedder on both machines: the topic lane's hits share a list.
+                topic = [g for g in v["topic"]["groups"] if g["standing"] == "hit"]
+                self.assertEqual(len(topic), 1, topic)
+                self.assertEqual({h["kb"] for h in topic[0]["hits"]}, {"admirers", "skeptics"})
+                # Two cross-encoders: their hits are never in one list.
+                for g in v["subject"]["groups"]:
+                    self.assertEqual({h["scorer"] for h in g["hits"]}, {g["scorer"]}, g)
+                    if "carrel-ce-v1" in g["scorer"]:
+                        self.assertEqual({h["kb"] for h in g["hits"]}, {"skeptics"})
+                scorers = {g["scorer"].split("@")[0] for g in v["subject"]["groups"] if g["standing"] == "hit"}
+                self.assertEqual(scorers, {"cross-encoder:carrel-ce-v2", "cross-encoder:carrel-ce-v1"}, v["subject"])
+                # Reading and citing pass through to the hub that holds it.
+                hit = next(h for _, h in hits(v["topic"]) if h["kb"] == "skeptics")
+                c = await self.call(s, "cite", {"kb": "skeptics", "id": hit["doc"], "quote": hit["passage"][:80]})
+                self.assertEqual((c["status"], c["kb"], c["owner"]), ("verified", "skeptics", "Ben Okafor"))
+                proc.terminate()
+                proc.wait(timeout=30)
+                # The hub is down: said so, never an empty result.
+                err = await self.error(s, "search", {"query": QUESTIONS[2], "kb": ["skeptics"]})
+                self.assertIn("could not be reached", err)
+                v = await self.call(s, "search", {"query": QUESTIONS[2], "kb": ["admirers", "skeptics"]})
+                self.assertEqual([(r["kb"], r["state"]) for r in v["route"]],
+                                 [("admirers", "answered"), ("skeptics", "unavailable")])
+                self.assertIn("could not be reached", v["route"][1]["reason"])
+                self.assertEqual({h["kb"] for _, h in hits(v["topic"])}, {"admirers"})
+        shelf = json.loads(run(reader, "kb", "list", "--json"))
+        there = next(l for l in shelf if l.get("url") == url)
+        self.assertEqual(there["state"], "unreachable")
+        self.assertIn("could not be reached", there["reason"])
+        self.assertIsNotNone(there["last_ok"], "when it last answered")
+
+    @asynccontextmanager
+    async def stdio_on(self, env):
+        params = StdioServerParameters(command=BIN, args=["mcp"], env=env)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                yield s
 
 
 if __name__ == "__main__":

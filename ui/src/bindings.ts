@@ -31,9 +31,14 @@ export const commands = {
 	listWatches: () => typedError<Watch[], AppError>(__TAURI_INVOKE("list_watches")),
 	/**
 	 *  The libraries on this machine's shelf, the one in use first: name,
-	 *  owner, documents, or why one cannot be opened.
+	 *  owner, documents, or why one cannot be opened or reached.
 	 */
 	listLibraries: () => typedError<Survey, AppError>(__TAURI_INVOKE("list_libraries")),
+	/**
+	 *  Puts a library that another machine serves (`carrel serve`) on the
+	 *  shelf, once its hub says the token opens it; the shelf as it stands then.
+	 */
+	addRemoteLibrary: (url: string, kb: string, token: string) => typedError<Survey, AppError>(__TAURI_INVOKE("add_remote_library", { url, kb, token })),
 	/**  Stops watching; the documents stay. */
 	removeWatch: (id: number) => typedError<null, AppError>(__TAURI_INVOKE("remove_watch", { id })),
 	matchQuery: (query: string) => typedError<MatchView, AppError>(__TAURI_INVOKE("match_query", { query })),
@@ -527,6 +532,11 @@ export type Passage = {
 	owner?: string | null,
 };
 
+/**  Where a library on the shelf is. */
+export type Place = ({ dir: string }) & { url?: never } | 
+/**  Another machine's hub; the token is kept on the shelf, never shown. */
+({ url: string }) & { dir?: never };
+
 /**
  *  Where an ingest is: sources settled of all, the one being read, and the
  *  rates so far, from which the time left is estimated.
@@ -644,14 +654,23 @@ export type ShelfState =
  */
 { state: "not_created" } | 
 /**  It could not be opened, and why: never shown as an empty library. */
-{ state: "unavailable"; reason: string };
+{ state: "unavailable"; reason: string } | 
+/**
+ *  A library on another hub, not asked yet (`Survey::check_remotes`
+ *  asks each).
+ */
+{ state: "remote"; kb: Kb } | 
+/**
+ *  A library on another hub that did not answer, why, and when it last
+ *  did (unix seconds; none if never).
+ */
+{ state: "unreachable"; kb: Kb; reason: string; last_ok: number | null };
 
 /**  One library on the shelf, surveyed. */
 export type Shelved = {
-	dir: string,
 	/**  The library the CLI and the app open when no other is named. */
 	in_use: boolean,
-} & ShelfState;
+} & Place & ShelfState;
 
 /**  A document's state as a user sees it: the word and what it means. */
 export type Shown = {

@@ -37,6 +37,8 @@ class AppState {
   librariesError = $state<string | null>(null);
   /** The library in use, as the shelf lists it. */
   inUse = $derived(this.libraries.find((x) => x.in_use));
+  /** Why the last library from another hub was not added, if it was not. */
+  remoteError = $state<string | null>(null);
   /** Its name, once it exists and was listed. */
   inUseKb = $derived(this.inUse?.state === "ready" ? this.inUse.identity.kb : null);
   /** Whether the watcher keeps the watches in sync; null until asked. */
@@ -82,6 +84,18 @@ class AppState {
         }
       })(),
     ]);
+  }
+
+  /** Puts a library another machine serves on the shelf; true when added. */
+  async addRemote(url: string, kb: string, token: string): Promise<boolean> {
+    try {
+      this.libraries = await call(commands.addRemoteLibrary(url, kb, token));
+      this.remoteError = null;
+      return true;
+    } catch (e) {
+      this.remoteError = errorText(e);
+      return false;
+    }
   }
 
   /** Reads the document list: what it holds, and each one's state now. */

@@ -673,7 +673,7 @@ test("an answer across libraries shows the route and whose library each quote ca
   await page.getByTestId("library-name").waitFor();
   assert.match(await page.getByTestId("library-name").innerText(), /Admirers' notes · kept by Ada Moreau/);
   const shelf = page.getByTestId("shelf");
-  assert.match(await shelf.locator("summary").innerText(), /3 libraries on this machine · these documents are in admirers · 1 unavailable/);
+  assert.match(await shelf.locator("summary").innerText(), /3 libraries on the shelf · these documents are in admirers · 1 unavailable/);
   await shelf.locator("summary").click();
   assert.match(await shelf.locator("[data-kb='skeptics']").innerText(), /@kb:skeptics\s+Skeptics' notes\s+kept by Ben Okafor · 5 documents/);
   assert.match(await shelf.getByTestId("shelf-unavailable").innerText(), /unavailable: no library at \/d\/gone/);
@@ -696,6 +696,52 @@ test("an answer across libraries shows the route and whose library each quote ca
   await page.getByTestId("match-scoped").waitFor();
   assert.match(await page.getByTestId("match-scoped").innerText(), /reads @kb:skeptics/);
   assert.equal(await page.evaluate(() => window.__CALLS__.filter(([c]) => c === "match_query").length), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a library another machine shares is added by URL, name and token; a hub that is down shows unreachable and when it last answered", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    list_libraries: () => [
+      { dir: "/d/lib", in_use: true, state: "ready", documents: 3,
+        identity: { kb: "default", title: "Default library", owner: null, description: "" } },
+      { url: "http://old-hub:7311/mcp", in_use: false, state: "unreachable", kb: "archive",
+        reason: "the hub at http://old-hub:7311/mcp could not be reached: connection refused",
+        last_ok: Math.floor(Date.now() / 1000) - 7200 },
+    ],
+    add_remote_library: (args) => {
+      window.__remote = (window.__remote ?? []).concat([args]);
+      if (args.token !== "carrel_good") {
+        throw { kind: "engine", message: "the hub at http://ben:7311/mcp answered: it refused the read token (HTTP 401): ask the library's owner for a token that opens it" };
+      }
+      return [
+        { dir: "/d/lib", in_use: true, state: "ready", documents: 3,
+          identity: { kb: "default", title: "Default library", owner: null, description: "" } },
+        { url: "http://ben:7311/mcp", in_use: false, state: "ready", documents: 5,
+          identity: { kb: "skeptics", title: "Skeptics' notes", owner: "Ben Okafor", description: "" } },
+      ];
+    },
+  });
+  const shelf = page.getByTestId("shelf");
+  await shelf.waitFor();
+  // Open by itself: a library on the shelf cannot be reached.
+  assert.match(await shelf.getByTestId("shelf-unreachable").innerText(),
+    /unreachable: the hub at http:\/\/old-hub:7311\/mcp could not be reached: connection refused; it last answered 2 h ago/);
+  await page.getByTestId("remote-url").fill("http://ben:7311/mcp");
+  await page.getByTestId("remote-kb").fill("skeptics");
+  await page.getByTestId("remote-token").fill("carrel_wrong");
+  await page.getByTestId("remote-add").click();
+  await page.getByText("The library was not added").waitFor();
+  assert.match(await shelf.innerText(), /refused the read token \(HTTP 401\)/);
+  assert.equal(await page.getByTestId("remote-url").inputValue(), "http://ben:7311/mcp", "nothing typed is lost");
+  await page.getByTestId("remote-token").fill("carrel_good");
+  await page.getByTestId("remote-add").click();
+  await shelf.locator("[data-kb='skeptics']").waitFor();
+  assert.match(await shelf.locator("[data-kb='skeptics']").innerText(), /@kb:skeptics\s+Skeptics' notes\s+kept by Ben Okafor · 5 documents\s+on ben:7311/);
+  assert.equal(await page.getByText("The library was not added").count(), 0);
+  assert.deepEqual(await page.evaluate(() => window.__remote.map((a) => [a.url, a.kb])),
+    [["http://ben:7311/mcp", "skeptics"], ["http://ben:7311/mcp", "skeptics"]]);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -289,7 +289,7 @@ test("an @kb: question reads the libraries it names, shows the route, and says w
   await (await browser.$('[data-nav="library"]')).click();
   const shelf = await $t("shelf");
   await shelf.waitForDisplayed({ timeout: 20000 });
-  assert.match(await shelf.getText(), /3 libraries on this machine/);
+  assert.match(await shelf.getText(), /3 libraries on the shelf/);
   await (await browser.$('[data-nav="chat"]')).click();
   const box = await $t("composer");
   await box.click();

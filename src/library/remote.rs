@@ -1,0 +1,228 @@
+//! A library on another machine's hub (`carrel serve`), asked with rmcp's
+//! client over MCP's streamable HTTP transport, with the read token its
+//! owner gave. Each call is a session of its own, on a thread and runtime
+//! of its own, so it can be made from any thread (the hub's search threads,
+//! an MCP tool's blocking worker, the CLI).
+//!
+//! Failures say which: the hub could not be reached (`Unreachable`), or it
+//! answered with an error (`Remote`, its sentence kept).
+
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde::Deserialize;
+
+use super::hub::{Scorers, SharedMatch};
+use crate::error::{Error, Result};
+use crate::kb::{Identity, Kb};
+
+/// How long a hub may take for one call, connection included: a search of
+/// a large library takes well under a second.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A library another hub serves.
+#[derive(Clone)]
+pub struct Remote {
+    /// The hub's MCP endpoint, `http://host:port/mcp`.
+    pub url: String,
+    /// The library's name on that hub.
+    pub kb: Kb,
+    token: String,
+}
+
+/// A library as another hub's `libraries` tool lists it.
+#[derive(Debug, Clone, Deserialize)]
+struct Listed {
+    kb: Option<Kb>,
+    title: Option<String>,
+    owner: Option<String>,
+    description: Option<String>,
+    state: String,
+    documents: Option<i64>,
+    reason: Option<String>,
+    scorers: Option<Scorers>,
+}
+
+/// What another hub says of one of its libraries.
+#[derive(Debug, Clone)]
+pub struct There {
+    pub identity: Identity,
+    pub documents: i64,
+    /// The scorers it is asked with there, when the hub says.
+    pub scorers: Option<Scorers>,
+}
+
+impl Remote {
+    pub fn new(url: &str, kb: Kb, token: &str) -> Remote {
+        Remote {
+            url: url.trim().to_string(),
+            kb,
+            token: token.trim().to_string(),
+        }
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// What the library says about itself on its hub, and its document
+    /// count; an error when the hub cannot be reached, refuses the token, or
+    /// does not serve this library to it.
+    pub fn identity(&self) -> Result<There> {
+        let text = self.call("libraries", serde_json::json!({}))?;
+        let listed: Vec<Listed> = serde_json::from_str(&text)
+            .map_err(|e| self.garbled(format!("its library list: {e}")))?;
+        let Some(l) = listed.into_iter().find(|l| l.kb.as_ref() == Some(&self.kb)) else {
+            return Err(Error::Remote {
+                url: self.url.clone(),
+                reason: format!(
+                    "it serves no library `{}` to this token (ask its owner for a token that opens it)",
+                    self.kb
+                ),
+            });
+        };
+        if l.state != "ready" {
+            return Err(Error::Remote {
+                url: self.url.clone(),
+                reason: format!(
+                    "its library `{}` is {}: {}",
+                    self.kb,
+                    l.state,
+                    l.reason.unwrap_or_default()
+                ),
+            });
+        }
+        let identity = Identity {
+            kb: self.kb.clone(),
+            title: l.title.unwrap_or_else(|| self.kb.to_string()),
+            owner: l.owner,
+            description: l.description.unwrap_or_default(),
+        };
+        Ok(There {
+            identity,
+            documents: l.documents.unwrap_or(0),
+            scorers: l.scorers,
+        })
+    }
+
+    /// Both lanes of this library for `query`, as its hub answers them.
+    /// Every hit must be attributed to this library: a hub that answers
+    /// for another is an error, never a quietly mislabelled hit.
+    pub fn search(&self, query: &str, top_k: usize) -> Result<SharedMatch> {
+        let text = self.call(
+            "search",
+            serde_json::json!({ "query": query, "kb": [self.kb], "top_k": top_k }),
+        )?;
+        let found: SharedMatch = serde_json::from_str(&text)
+            .map_err(|e| self.garbled(format!("its search answer: {e}")))?;
+        let subject = found
+            .subject
+            .groups
+            .iter()
+            .flat_map(|g| &g.hits)
+            .map(|h| &h.kb);
+        let topic = found
+            .topic
+            .groups
+            .iter()
+            .flat_map(|g| &g.hits)
+            .map(|h| &h.kb);
+        if let Some(other) = subject.chain(topic).find(|kb| **kb != self.kb) {
+            return Err(self.garbled(format!(
+                "it answered with a hit of library `{other}`, not `{}`",
+                self.kb
+            )));
+        }
+        Ok(found)
+    }
+
+    /// One tool on the hub, with `args` and `kb` set to this library: its
+    /// text, or the hub's error as an error.
+    pub fn forward(&self, tool: &str, mut args: serde_json::Value) -> Result<String> {
+        if let Some(map) = args.as_object_mut() {
+            map.insert("kb".into(), serde_json::json!(self.kb));
+        }
+        self.call(tool, args)
+    }
+
+    fn call(&self, tool: &str, args: serde_json::Value) -> Result<String> {
+        let arguments = match args {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
+            .auth_header(self.token.clone());
+        let unreachable = |reason: String| Error::Unreachable {
+            url: self.url.clone(),
+            reason,
+        };
+        let asked = std::thread::scope(|s| {
+            s.spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| unreachable(format!("no runtime for the call: {e}")))?;
+                runtime.block_on(async {
+                    let session = async {
+                        let transport = StreamableHttpClientTransport::from_config(config);
+                        let client = ClientConfig::default()
+                            .serve(transport)
+                            .await
+                            .map_err(|e| self.failed(e.to_string()))?;
+                        let result = client
+                            .call_tool(request)
+                            .await
+                            .map_err(|e| unreachable(e.to_string()));
+                        let _ = client.cancel().await;
+                        result
+                    };
+                    tokio::time::timeout(CALL_TIMEOUT, session)
+                        .await
+                        .map_err(|_| {
+                            unreachable(format!("no answer within {} s", CALL_TIMEOUT.as_secs()))
+                        })?
+                })
+            })
+            .join()
+            .unwrap_or_else(|_| Err(unreachable("the call panicked".into())))
+        })?;
+        let text: String = asked
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+            .collect();
+        if asked.is_error == Some(true) {
+            return Err(Error::Remote {
+                url: self.url.clone(),
+                reason: text,
+            });
+        }
+        Ok(text)
+    }
+
+    /// A failed connection as a sentence: a refused token is the hub's
+    /// answer, anything else a hub that could not be reached.
+    fn failed(&self, error: String) -> Error {
+        if error.contains("Auth required") || error.contains("401") {
+            return Error::Remote {
+                url: self.url.clone(),
+                reason: "it refused the read token (HTTP 401): ask the library's owner for a token that opens it".into(),
+            };
+        }
+        Error::Unreachable {
+            url: self.url.clone(),
+            reason: error,
+        }
+    }
+
+    fn garbled(&self, what: String) -> Error {
+        Error::Remote {
+            url: self.url.clone(),
+            reason: format!("the hub's answer could not be read ({what})"),
+        }
+    }
+}
