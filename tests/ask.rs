@@ -169,7 +169,7 @@ fn the_check_catches_a_passage_that_is_not_in_the_document_it_names() {
     context[0].doc = other; // claims the mortgage page holds a sourdough passage
     let quote = context[0].text.clone();
     let checked = answer::check(
-        &answer::Stores::one(lib.store()),
+        &answer::Holders::one(lib.store()),
         vec![
             Draft {
                 text: quote.clone(),
@@ -454,7 +454,7 @@ fn every_quote_across_two_libraries_is_attributed_to_the_library_and_owner_it_ca
                 .iter_mut()
                 .map(|l| l as &mut dyn answer::Corpus)
                 .collect();
-            answer::ask(&mut readers, q, &Answerer::Extractive).unwrap()
+            answer::ask(&mut readers, Vec::new(), q, &Answerer::Extractive).unwrap()
         };
         assert_eq!(
             a.route
@@ -521,15 +521,21 @@ fn a_document_named_in_two_libraries_must_say_which() {
         .iter_mut()
         .map(|l| l as &mut dyn answer::Corpus)
         .collect();
-    let err = answer::ask(&mut readers, "summarise @doc:walden", &Answerer::Extractive)
-        .unwrap_err()
-        .to_string();
+    let err = answer::ask(
+        &mut readers,
+        Vec::new(),
+        "summarise @doc:walden",
+        &Answerer::Extractive,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("@doc:admirers/walden or @doc:skeptics/walden"),
         "{err}"
     );
     let a = answer::ask(
         &mut readers,
+        Vec::new(),
         "summarise @doc:skeptics/walden",
         &Answerer::Extractive,
     )
@@ -548,6 +554,7 @@ fn a_document_named_in_two_libraries_must_say_which() {
     assert_eq!(a.route.len(), 1);
     let err = answer::ask(
         &mut readers,
+        Vec::new(),
         "summarise @doc:nope/walden",
         &Answerer::Extractive,
     )

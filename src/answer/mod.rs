@@ -35,7 +35,7 @@ pub const EXTRACTIVE_PASSAGES: usize = 3;
 /// Longest extractive quote.
 const QUOTE_MAX_CHARS: usize = 320;
 /// Lane hits considered when no document is mentioned.
-const LANE_HITS: usize = 5;
+pub const LANE_HITS: usize = 5;
 
 /// Who writes the answer.
 #[derive(Debug, Clone)]
@@ -330,11 +330,27 @@ pub fn complete_mention(
 /// `libs` are the libraries the question may read: one, or those its
 /// `@kb:` tokens named (the caller picks them; crossing into a library is
 /// always asked for). Each passage keeps its library and owner.
-pub fn ask(libs: &mut [&mut dyn Corpus], message: &str, answerer: &Answerer) -> Result<Answer> {
-    let prepared = prepare(libs, message)?;
+pub fn ask(
+    libs: &mut [&mut dyn Corpus],
+    foreign: Vec<Foreign>,
+    message: &str,
+    answerer: &Answerer,
+) -> Result<Answer> {
+    let prepared = prepare(libs, foreign, message)?;
     let drafted = draft(&prepared, answerer);
     let readers: Vec<&dyn Corpus> = libs.iter().map(|l| &**l).collect();
     finish(&readers, prepared, answerer, drafted)
+}
+
+/// A library on another machine, asked by its caller (its hub searched
+/// for the question): its passages, or why there are none, and what says
+/// whether a passage is still in it.
+pub struct Foreign {
+    pub kb: Kb,
+    pub owner: Option<String>,
+    pub passages: std::result::Result<Vec<Passage>, String>,
+    pub ms: f64,
+    pub holder: Box<dyn Holder>,
 }
 
 /// A question with its context, before anyone answers it.
@@ -346,6 +362,8 @@ pub struct Prepared {
     /// Why there is nothing to answer from, if so.
     no_context: Option<String>,
     route: Vec<RouteStep>,
+    /// What checks the passages of libraries on other machines.
+    foreign: Vec<(Kb, Box<dyn Holder>)>,
 }
 
 /// What the answerer wrote, before it is checked: statements, or why not.
@@ -379,6 +397,7 @@ pub fn finish(
         notes,
         no_context,
         route,
+        foreign,
     } = prepared;
     let outcome = match (no_context, drafted) {
         (Some(reason), _) => Outcome::NoContext { reason },
@@ -391,12 +410,12 @@ pub fn finish(
         },
         (None, Some(Ok(drafts))) => {
             let quotes = matches!(answerer, Answerer::Extractive);
-            let stores = Stores(
-                libs.iter()
-                    .map(|l| Ok((Some(l.identity()?.kb), l.store())))
-                    .collect::<Result<_>>()?,
-            );
-            let statements = check(&stores, drafts, &context, quotes)?;
+            let mut holders: Vec<(Option<Kb>, &dyn Holder)> = libs
+                .iter()
+                .map(|l| Ok((Some(l.identity()?.kb), l.store() as &dyn Holder)))
+                .collect::<Result<_>>()?;
+            holders.extend(foreign.iter().map(|(kb, h)| (Some(kb.clone()), h.as_ref())));
+            let statements = check(&Holders(holders), drafts, &context, quotes)?;
             Outcome::Answered {
                 check: CheckSummary::of(&statements),
                 statements,
@@ -417,9 +436,15 @@ pub fn finish(
 /// Resolves the mentions and builds the numbered context from `libs`: the
 /// mentioned documents, each with an equal share of the budget, or each
 /// library's lane passages with an equal share, the libraries taking turns
-/// (their numbers are never compared). A library that fails is in the route
-/// with why; the question fails only when every library did.
-pub fn prepare(libs: &mut [&mut dyn Corpus], message: &str) -> Result<Prepared> {
+/// (their numbers are never compared). Libraries on other machines
+/// (`foreign`, searched by the caller) take their turns too, for a question
+/// that mentions no document. A library that fails is in the route with
+/// why; the question fails only when every library did.
+pub fn prepare(
+    libs: &mut [&mut dyn Corpus],
+    foreign: Vec<Foreign>,
+    message: &str,
+) -> Result<Prepared> {
     let ids: Vec<Identity> = libs.iter().map(|l| l.identity()).collect::<Result<_>>()?;
     let mentions = mentioned(libs, &ids, message)?;
     let question = mention::strip(message);
@@ -443,8 +468,17 @@ pub fn prepare(libs: &mut [&mut dyn Corpus], message: &str) -> Result<Prepared> 
             notes,
             no_context: Some("the message has no question and mentions no document".into()),
             route,
+            foreign: Vec::new(),
         });
     }
+    // Each library asked gets an equal share of the budget, those on other
+    // machines included (they are asked only when no document is mentioned).
+    let foreign_asked = if mentions.is_empty() {
+        foreign.len()
+    } else {
+        0
+    };
+    let share = CONTEXT_BUDGET_CHARS / (asked.len() + foreign_asked).max(1);
     for &i in &asked {
         let started = std::time::Instant::now();
         let id = &ids[i];
@@ -458,7 +492,7 @@ pub fn prepare(libs: &mut [&mut dyn Corpus], message: &str) -> Result<Prepared> 
             &question,
             &mine,
             CONTEXT_BUDGET_CHARS / mentions.len().max(1),
-            CONTEXT_BUDGET_CHARS / asked.len(),
+            share,
             &mut notes,
         );
         let ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -487,6 +521,34 @@ pub fn prepare(libs: &mut [&mut dyn Corpus], message: &str) -> Result<Prepared> 
             ms,
         });
     }
+    let mut holders = Vec::new();
+    for f in foreign.into_iter().filter(|_| mentions.is_empty()) {
+        let state = match f.passages {
+            Ok(mut passages) => {
+                let mut used = 0;
+                passages.retain(|p| {
+                    used += p.text.chars().count();
+                    used <= share
+                });
+                if passages.is_empty() {
+                    reasons.push((
+                        f.kb.clone(),
+                        "its hub found nothing that passed a floor".into(),
+                    ));
+                }
+                per_library.push(passages);
+                RouteState::Answered
+            }
+            Err(reason) => RouteState::Unavailable { reason },
+        };
+        route.push(RouteStep {
+            kb: Some(f.kb.clone()),
+            owner: f.owner,
+            state,
+            ms: f.ms,
+        });
+        holders.push((f.kb, f.holder));
+    }
     if per_library.is_empty()
         && let Some(e) = failure
     {
@@ -511,7 +573,42 @@ pub fn prepare(libs: &mut [&mut dyn Corpus], message: &str) -> Result<Prepared> 
         notes,
         no_context,
         route,
+        foreign: holders,
     })
+}
+
+/// The passages a hub's topic lane admitted, in its order, each with its
+/// library and owner: what a library on another machine gives an answer.
+pub fn passages_from(
+    topic: &crate::lanes::merge::SharedLane<crate::lanes::TopicHit>,
+) -> Vec<Passage> {
+    topic
+        .groups
+        .iter()
+        .filter(|g| g.standing == crate::lanes::merge::Standing::Hit)
+        .flat_map(|g| &g.hits)
+        .map(|h| Passage {
+            n: 0,
+            doc: h.hit.doc,
+            title: h.hit.title.clone(),
+            source: h
+                .hit
+                .locations
+                .first()
+                .map(|l| l.source.clone())
+                .unwrap_or_default(),
+            chunk: h.hit.chunk,
+            heading_path: h.hit.heading_path.clone(),
+            page: h.hit.page,
+            text: h.hit.passage.clone(),
+            found: Found::TopicLane,
+            cosine: Some(h.hit.cosine),
+            scorer: h.hit.scorer.clone(),
+            whole_document: false,
+            kb: Some(h.kb.clone()),
+            owner: h.owner.clone(),
+        })
+        .collect()
 }
 
 /// One library's context: its mentioned documents (`mentions`, each with
@@ -1027,29 +1124,43 @@ fn take_markers(s: &str) -> (String, Vec<usize>) {
 /// Checks every statement's citations against the context and the store:
 /// the passage was provided, it still belongs to the document it names, and
 /// (with `quotes`, for verbatim answers) the text occurs in it.
+/// Whether a passage still belongs to the document it names, asked of the
+/// library that holds it: its own store here, or its hub for a library on
+/// another machine.
+pub trait Holder {
+    fn holds(&self, p: &Passage) -> Result<bool>;
+}
+
+impl Holder for Store {
+    fn holds(&self, p: &Passage) -> Result<bool> {
+        let owner = self.document_content(p.doc)?;
+        Ok(owner.is_some() && self.chunk_content(p.chunk)? == owner)
+    }
+}
+
 /// The libraries an answer read, by name, for [`check`]: each passage is
 /// checked in the library it names.
-pub struct Stores<'a>(pub Vec<(Option<Kb>, &'a Store)>);
+pub struct Holders<'a>(pub Vec<(Option<Kb>, &'a dyn Holder)>);
 
-impl<'a> Stores<'a> {
+impl<'a> Holders<'a> {
     /// One library: every passage is checked in it.
-    pub fn one(store: &'a Store) -> Stores<'a> {
-        Stores(vec![(None, store)])
+    pub fn one(store: &'a Store) -> Holders<'a> {
+        Holders(vec![(None, store)])
     }
 
-    fn of(&self, p: &Passage) -> Option<&'a Store> {
+    fn of(&self, p: &Passage) -> Option<&'a dyn Holder> {
         match self.0.as_slice() {
             [(_, only)] => Some(*only),
             many => many
                 .iter()
                 .find(|(kb, _)| kb.is_some() && *kb == p.kb)
-                .map(|(_, s)| *s),
+                .map(|(_, h)| *h),
         }
     }
 }
 
 pub fn check(
-    stores: &Stores,
+    holders: &Holders,
     drafts: Vec<Draft>,
     context: &[Passage],
     quotes: bool,
@@ -1065,15 +1176,14 @@ pub fn check(
                 ));
                 continue;
             };
-            let Some(store) = stores.of(p) else {
+            let Some(holder) = holders.of(p) else {
                 problems.push(format!(
                     "[{n}] names a library this answer did not read ({})",
                     p.kb.as_ref().map_or("none", |k| k.as_str())
                 ));
                 continue;
             };
-            let owner = store.document_content(p.doc)?;
-            if owner.is_none() || store.chunk_content(p.chunk)? != owner {
+            if !holder.holds(p)? {
                 problems.push(format!(
                     "[{n}] names \"{}\" (doc {}), but its passage is not in that document",
                     p.title, p.doc

@@ -4,11 +4,13 @@
 
 use std::sync::Mutex;
 
-use super::shelf::{Shelf, shelf_path};
+use super::remote::Remote;
+use super::shelf::{Place, Shelf, shelf_path};
 use super::{Library, LibraryConfig};
 use crate::answer::history::{self, ChatTurn, HISTORY_TURNS};
 use crate::answer::{self, Answer, Answerer, Corpus};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::kb::Kb;
 use crate::lanes::MatchResponse;
 use crate::models::ModelConfig;
 use crate::store::{DocumentRow, Store};
@@ -17,11 +19,15 @@ impl Library {
     /// A grounded answer to `message`; see [`answer`]. It reads this
     /// library, or the libraries on the shelf its `@kb:` tokens name.
     pub fn ask(&mut self, message: &str, answerer: &answer::Answerer) -> Result<answer::Answer> {
-        let mut scoped = scoped(&self.config, message)?;
-        if scoped.is_empty() {
-            return answer::ask(&mut [self], message, answerer);
+        match scoped(&self.config, message)? {
+            None => answer::ask(&mut [self], Vec::new(), message, answerer),
+            Some(mut scope) => answer::ask(
+                &mut readers(&mut scope.here),
+                scope.there,
+                message,
+                answerer,
+            ),
         }
-        answer::ask(&mut readers(&mut scoped), message, answerer)
     }
 
     /// Keeps one turn: the answer, or the error asking raised.
@@ -65,16 +71,17 @@ pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> R
     let lock = || crate::fault::lock(lib);
     // One statement each, so that each lock is let go before the next.
     let scoped = scoped(&lock().config, message);
-    let asked = scoped.and_then(|mut scoped| {
-        if scoped.is_empty() {
-            let prepared = answer::prepare(&mut [&mut *lock()], message)?;
+    let asked = scoped.and_then(|scope| match scope {
+        None => {
+            let prepared = answer::prepare(&mut [&mut *lock()], Vec::new(), message)?;
             let drafted = answer::draft(&prepared, answerer);
             answer::finish(&[&*lock()], prepared, answerer, drafted)
-        } else {
+        }
+        Some(mut scope) => {
             // Libraries opened for this question alone: no one waits on them.
-            let prepared = answer::prepare(&mut readers(&mut scoped), message)?;
+            let prepared = answer::prepare(&mut readers(&mut scope.here), scope.there, message)?;
             let drafted = answer::draft(&prepared, answerer);
-            let libs: Vec<&dyn Corpus> = scoped.iter().map(|l| l as &dyn Corpus).collect();
+            let libs: Vec<&dyn Corpus> = scope.here.iter().map(|l| l as &dyn Corpus).collect();
             answer::finish(&libs, prepared, answerer, drafted)
         }
     });
@@ -96,31 +103,79 @@ pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> R
 /// libraries `message`'s `@kb:` tokens name, which need no library at
 /// `home` (the CLI's library in use may not exist yet).
 pub fn ask_from(home: LibraryConfig, message: &str, answerer: &Answerer) -> Result<Answer> {
-    let mut scoped = scoped(&home, message)?;
-    if scoped.is_empty() {
-        return Library::open_existing(home)?.ask(message, answerer);
+    match scoped(&home, message)? {
+        None => Library::open_existing(home)?.ask(message, answerer),
+        Some(mut scope) => answer::ask(
+            &mut readers(&mut scope.here),
+            scope.there,
+            message,
+            answerer,
+        ),
     }
-    answer::ask(&mut readers(&mut scoped), message, answerer)
 }
 
-/// The libraries on the shelf that `message`'s `@kb:` tokens name, opened
-/// with `home`'s models and limits (`home` being the library in use); none
-/// when it names none. An unknown name is an error that lists the known.
-fn scoped(home: &LibraryConfig, message: &str) -> Result<Vec<Library>> {
+/// The libraries a question's `@kb:` tokens name: those on this machine,
+/// opened, and those on other hubs, already asked for the question.
+struct Scope {
+    here: Vec<Library>,
+    there: Vec<answer::Foreign>,
+}
+
+/// The libraries on the shelf that `message`'s `@kb:` tokens name: those
+/// here opened with `home`'s models and limits (`home` being the library in
+/// use), those on other hubs searched there for the question. None when it
+/// names none; an unknown name is an error that lists the known ones.
+fn scoped(home: &LibraryConfig, message: &str) -> Result<Option<Scope>> {
     if crate::mention::parse_kbs(message).is_empty() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
     let survey = Shelf::load(&shelf_path()?)?.survey(&home.dir);
-    survey
-        .scoped(message)?
-        .into_iter()
-        .map(|dir| {
-            Library::open_existing(LibraryConfig {
-                dir,
+    let question = crate::mention::strip(message);
+    let mut scope = Scope {
+        here: Vec::new(),
+        there: Vec::new(),
+    };
+    for entry in survey.scoped(message)? {
+        match &entry.place {
+            Place::Local { dir } => scope.here.push(Library::open_existing(LibraryConfig {
+                dir: dir.clone(),
                 ..home.clone()
-            })
-        })
-        .collect()
+            })?),
+            Place::Hub { url, token } => {
+                let kb = entry
+                    .name()
+                    .and_then(|k| Kb::parse(k).ok())
+                    .ok_or_else(|| {
+                        Error::Unavailable(format!("the library at {url} has no name on the shelf"))
+                    })?;
+                scope
+                    .there
+                    .push(ask_there(&Remote::new(url, kb, token), &question));
+            }
+        }
+    }
+    Ok(Some(scope))
+}
+
+/// A library on another hub, searched there for `question`: its topic
+/// lane's passages, or why there are none.
+fn ask_there(remote: &Remote, question: &str) -> answer::Foreign {
+    let started = std::time::Instant::now();
+    let found = remote.search(question, answer::LANE_HITS);
+    let passages = found
+        .map(|m| answer::passages_from(&m.topic))
+        .map_err(|e| e.to_string());
+    answer::Foreign {
+        kb: remote.kb.clone(),
+        owner: passages
+            .as_ref()
+            .ok()
+            .and_then(|p| p.first())
+            .and_then(|p| p.owner.clone()),
+        passages,
+        ms: started.elapsed().as_secs_f64() * 1000.0,
+        holder: Box::new(remote.clone()),
+    }
 }
 
 /// Each library as what an answer reads.

@@ -213,9 +213,16 @@ impl Remote {
                 reason: "it refused the read token (HTTP 401): ask the library's owner for a token that opens it".into(),
             };
         }
+        // The transport's own words name its worker types; a person needs
+        // to know that nothing answered there.
+        let reason = if error.contains("error sending request") || error.contains("onnect") {
+            "nothing answered at that address: is `carrel serve` running there, and is the address right?".to_string()
+        } else {
+            error
+        };
         Error::Unreachable {
             url: self.url.clone(),
-            reason: error,
+            reason,
         }
     }
 
@@ -224,5 +231,17 @@ impl Remote {
             url: self.url.clone(),
             reason: format!("the hub's answer could not be read ({what})"),
         }
+    }
+}
+
+/// A passage of this library is still in the document it names when its
+/// hub finds its words there (`cite`).
+impl crate::answer::Holder for Remote {
+    fn holds(&self, p: &crate::answer::Passage) -> Result<bool> {
+        let quote: String = p.text.chars().take(200).collect();
+        let text = self.forward("cite", serde_json::json!({ "id": p.doc, "quote": quote }))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| self.garbled(format!("its citation check: {e}")))?;
+        Ok(v["status"] == "verified" && v["doc"] == p.doc)
     }
 }

@@ -361,18 +361,19 @@ impl Survey {
         })
     }
 
-    /// The folders of the libraries a message's `@kb:` tokens name, each
-    /// once, in order: none when it names none (the question reads the
-    /// library in use). An unknown name is an error that lists the known.
-    pub fn scoped(&self, message: &str) -> Result<Vec<PathBuf>> {
-        let mut dirs: Vec<PathBuf> = Vec::new();
+    /// The libraries a message's `@kb:` tokens name, here or on other
+    /// hubs, each once, in order: none when it names none (the question
+    /// reads the library in use). An unknown name is an error that lists
+    /// the known ones.
+    pub fn scoped(&self, message: &str) -> Result<Vec<&Shelved>> {
+        let mut named: Vec<&Shelved> = Vec::new();
         for m in crate::mention::parse_kbs(message) {
-            let dir = self.find(&m.kb)?;
-            if !dirs.contains(&dir) {
-                dirs.push(dir);
+            let entry = self.entry(&m.kb)?;
+            if !named.contains(&entry) {
+                named.push(entry);
             }
         }
-        Ok(dirs)
+        Ok(named)
     }
 
     /// Refuses `kb` when a library on the shelf already has that name.

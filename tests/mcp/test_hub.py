@@ -273,6 +273,14 @@ class HubTest(unittest.IsolatedAsyncioTestCase):
             there = next(l for l in shelf if l.get("url") == url)
             self.assertEqual((there["state"], there["identity"]["owner"]), ("ready", "Ben Okafor"))
             self.assertNotIn(self.both, json.dumps(shelf), "the token is never listed")
+            # An @kb: question reads both, each quote checked where it lives.
+            a = json.loads(run(reader, "ask", "--json", f"@kb:admirers @kb:skeptics {QUESTIONS[2]}"))
+            self.assertEqual([(r["kb"], r["state"]) for r in a["route"]],
+                             [("admirers", "answered"), ("skeptics", "answered")])
+            self.assertEqual(a["outcome"]["check"]["verified"], a["outcome"]["check"]["statements"], a["outcome"])
+            cited = {p["kb"]: p["owner"] for p in a["context"]
+                     if any(p["n"] in st["citations"] for st in a["outcome"]["statements"])}
+            self.assertEqual(cited, OWNERS, "both libraries quoted, each under its owner")
             async with self.stdio_on(reader) as s:
                 libs = {l["kb"]: l for l in await self.call(s, "libraries", {})}
                 self.assertEqual((libs["skeptics"]["owner"], libs["skeptics"]["documents"]), ("Ben Okafor", 5))
@@ -305,6 +313,10 @@ class HubTest(unittest.IsolatedAsyncioTestCase):
                                  [("admirers", "answered"), ("skeptics", "unavailable")])
                 self.assertIn("could not be reached", v["route"][1]["reason"])
                 self.assertEqual({h["kb"] for _, h in hits(v["topic"])}, {"admirers"})
+            a = json.loads(run(reader, "ask", "--json", f"@kb:admirers @kb:skeptics {QUESTIONS[2]}"))
+            self.assertEqual(a["route"][1]["state"], "unavailable")
+            self.assertIn("could not be reached", a["route"][1]["reason"])
+            self.assertEqual({p["kb"] for p in a["context"]}, {"admirers"})
         shelf = json.loads(run(reader, "kb", "list", "--json"))
         there = next(l for l in shelf if l.get("url") == url)
         self.assertEqual(there["state"], "unreachable")

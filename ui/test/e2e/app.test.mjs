@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { remote } from "webdriverio";
 import { removeWhenQuiet, startDriver } from "./harness.mjs";
 
@@ -24,7 +24,7 @@ const KINDS = [
 ];
 const home = mkdtempSync(join(tmpdir(), "carrel-e2e-"));
 const inbox = join(home, "inbox");
-let driver, browser;
+let driver, browser, hub, hubUrl, hubToken;
 
 async function shot(name) {
   await browser.saveScreenshot(join(shots, `${name}.png`));
@@ -67,6 +67,16 @@ before(async () => {
     execFileSync(cli, ["kb", "create", kb, "--owner", owner, "--dir", join(home, kb)], { env });
     execFileSync(cli, ["--kb", kb, "add", join(repo, "fixtures/attribution", kb)], { env, stdio: "ignore" });
   }
+  // Another machine's hub: Ben's library, shared with `carrel serve`.
+  const ben = { ...process.env, CARREL_LIBRARY: join(home, "ben-in-use"), XDG_DATA_HOME: join(home, "ben-data") };
+  execFileSync(cli, ["kb", "create", "critics", "--owner", "Ben Okafor", "--dir", join(home, "critics")], { env: ben });
+  execFileSync(cli, ["--kb", "critics", "add", join(repo, "fixtures/attribution/skeptics")], { env: ben, stdio: "ignore" });
+  hubToken = execFileSync(cli, ["kb", "token", "critics"], { env: ben, encoding: "utf8" }).trim();
+  hub = spawn(cli, ["serve", "critics", "--addr", "127.0.0.1:0"], { env: ben, stdio: ["ignore", "pipe", "ignore"] });
+  hubUrl = await new Promise((resolve, reject) => {
+    hub.stdout.once("data", (d) => resolve(String(d).split("\n")[0].trim()));
+    hub.once("exit", (code) => reject(new Error(`carrel serve exited with ${code}`)));
+  });
   driver = await startDriver(driverBin, 4444, {
     ...process.env,
     CARREL_LIBRARY: join(home, "library"),
@@ -89,6 +99,7 @@ function launchApp() {
 }
 
 after(async () => {
+  hub?.kill();
   await browser?.deleteSession().catch(() => {});
   driver?.kill();
   // Kept beside the screenshots: what the app logged during the journeys.
@@ -308,4 +319,42 @@ test("an @kb: question reads the libraries it names, shows the route, and says w
   assert.ok(heads.includes("From skeptics (owner: Ben Okafor)"), heads.join(" | "));
   await (await $t("route")).scrollIntoView();
   await shot("12-chat-across-libraries");
+});
+
+test("a library another machine shares is added by URL and token, asked by @kb:, and shown unreachable when its hub is down", async () => {
+  await (await browser.$('[data-nav="library"]')).click();
+  const shelf = await $t("shelf");
+  await shelf.waitForDisplayed({ timeout: 20000 });
+  if (!(await (await $t("remote-url")).isDisplayed())) await (await shelf.$("summary")).click();
+  await (await $t("remote-url")).setValue(hubUrl);
+  await (await $t("remote-kb")).setValue("critics");
+  await (await $t("remote-token")).setValue(hubToken);
+  await (await $t("remote-add")).click();
+  await until("the library from the hub on the shelf", async () => /@kb:critics\s+critics\s+kept by Ben Okafor · 5 documents/.test(await shelf.getText()), 30000);
+  await shot("13-library-remote");
+
+  await (await browser.$('[data-nav="chat"]')).click();
+  const box = await $t("composer");
+  await box.click();
+  await box.addValue("@kb:admirers @kb:critics Mill's harm principle and free speech");
+  await (await $t("send")).click();
+  await until("the answer from both machines", async () => (await browser.$$('[data-testid="route"]')).length > 1, 60000);
+  const routes = await browser.$$('[data-testid="route"]');
+  const route = await routes[routes.length - 1].getText();
+  assert.match(route, /admirers \(Ada Moreau\): \d+ ms · critics \(Ben Okafor\): \d+ ms/);
+  const heads = [];
+  for (const h of await browser.$$('[data-testid="from-library"]')) heads.push(await h.getText());
+  assert.ok(heads.includes("From critics (owner: Ben Okafor)"), heads.join(" | "));
+  await (await routes[routes.length - 1]).scrollIntoView();
+  await shot("14-chat-remote");
+
+  // The hub goes down: after a restart the shelf says so, and when it last answered.
+  hub.kill();
+  await new Promise((r) => hub.once("exit", r));
+  await browser.deleteSession();
+  browser = await launchApp();
+  const again = await $t("shelf");
+  await again.waitForDisplayed({ timeout: 30000 });
+  await until("the hub shown unreachable", async () => /unreachable: the hub at .* could not be reached.*it last answered/.test(await again.getText()), 60000);
+  await shot("15-library-remote-down");
 });
