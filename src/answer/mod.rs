@@ -235,6 +235,16 @@ pub struct Answer {
     pub route: Vec<RouteStep>,
 }
 
+impl Answer {
+    /// The library a statement's first citation came from, and its owner:
+    /// what a reader is told it is quoting.
+    pub fn cited_library(&self, s: &Statement) -> Option<(&Kb, Option<&str>)> {
+        let n = s.citations.first()?;
+        let p = self.context.iter().find(|p| p.n == *n)?;
+        Some((p.kb.as_ref()?, p.owner.as_deref()))
+    }
+}
+
 /// What an answer reads from: the library's documents, their passages and
 /// the lanes. [`crate::Library`] is the one implementation; `answer` sits
 /// below the facade and never reaches for it.

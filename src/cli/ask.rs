@@ -80,39 +80,21 @@ fn print_answer(a: &crate::answer::Answer) {
                 a.context.len(),
                 if a.context.len() == 1 { "" } else { "s" }
             );
-            // Across libraries, the statements under the library their
-            // first citation is from: whose idea it is stays with it.
+            // Across libraries, each run of statements under the library
+            // its first citation is from: whose idea it is stays with it.
             let across = a.route.len() > 1;
-            let library_of = |s: &crate::answer::Statement| {
-                s.citations
-                    .first()
-                    .and_then(|n| a.context.iter().find(|p| p.n == *n))
-                    .map(|p| (p.kb.clone(), p.owner.clone()))
-            };
-            let mut groups: Vec<(
-                Option<(Option<crate::kb::Kb>, Option<String>)>,
-                Vec<&crate::answer::Statement>,
-            )> = Vec::new();
+            let mut last = None;
             for s in statements {
-                let key = if across { library_of(s) } else { None };
-                match groups.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, list)) => list.push(s),
-                    None => groups.push((key, vec![s])),
+                let from = if across { a.cited_library(s) } else { None };
+                if let Some((kb, owner)) = from
+                    && from != last
+                {
+                    println!("From {kb} (owner: {}):", owner.unwrap_or("not set"));
                 }
-            }
-            for (key, list) in groups {
-                if let Some((kb, owner)) = key {
-                    println!(
-                        "From {} (owner: {}):",
-                        kb.map_or("an unnamed library".to_string(), |k| k.to_string()),
-                        owner.as_deref().unwrap_or("not set")
-                    );
-                }
-                for s in list {
-                    let marks: String = s.citations.iter().map(|n| format!("[{n}]")).collect();
-                    let flag = flag(&s.check);
-                    println!("  {} {marks}{flag}", s.text.replace('\n', "\n    "));
-                }
+                last = from;
+                let marks: String = s.citations.iter().map(|n| format!("[{n}]")).collect();
+                let flag = flag(&s.check);
+                println!("  {} {marks}{flag}", s.text.replace('\n', "\n    "));
             }
             print_sources(a, statements);
             println!(
