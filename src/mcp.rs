@@ -423,14 +423,19 @@ impl ServerHandler for CarrelMcp {
     }
 }
 
-/// Serves `hub` on stdin/stdout until the client disconnects.
-pub fn serve_stdio(hub: Hub) -> crate::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// The runtime a server runs on: two workers (the tools' library work runs
+/// on blocking threads of its own).
+pub(crate) fn runtime() -> crate::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Error::io("tokio runtime", e))?;
-    runtime.block_on(async move {
+        .map_err(|e| Error::io("tokio runtime", e))
+}
+
+/// Serves `hub` on stdin/stdout until the client disconnects.
+pub fn serve_stdio(hub: Hub) -> crate::Result<()> {
+    runtime()?.block_on(async move {
         let service = CarrelMcp::local(Arc::new(hub))
             .serve(rmcp::transport::stdio())
             .await

@@ -34,12 +34,7 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:7311";
 /// `Host` headers accepted besides loopback's (a guard against DNS
 /// rebinding; a hub bound to a LAN address adds that address).
 pub fn serve_http(hub: Hub, listener: TcpListener, hosts: Vec<String>) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::io("tokio runtime", e))?;
-    runtime.block_on(async move {
+    crate::mcp::runtime()?.block_on(async move {
         listener
             .set_nonblocking(true)
             .map_err(|e| Error::io("the listening socket", e))?;
