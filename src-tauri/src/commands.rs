@@ -58,20 +58,25 @@ pub async fn remove_document(state: State<'_, AppState>, id: i64) -> Result<()> 
     with_library(&state, move |l| l.remove(id)).await
 }
 
-/// Adds files, folders and URLs. With `keep_in_sync`, each folder and URL
-/// becomes a watch (or finds its existing one) and is synced now, so the
-/// watcher keeps it up to date afterwards; files are added once. Progress
-/// goes to `on_progress`; failures are in the report, by name and reason.
-/// Runs on its own connection so the rest of the app stays responsive.
+/// Adds files, folders and URLs to the library in use, or to the library
+/// on the shelf `into` names. With `keep_in_sync`, each folder and URL of
+/// the library in use becomes a watch (or finds its existing one) and is
+/// synced now, so the watcher keeps it up to date afterwards; files, and
+/// anything added to another library, are added once. Progress goes to
+/// `on_progress`; failures are in the report, by name and reason. Runs on
+/// its own connection so the rest of the app stays responsive.
 #[tauri::command]
 #[specta::specta]
 pub async fn add_sources(
     state: State<'_, AppState>,
     inputs: Vec<String>,
     keep_in_sync: bool,
+    into: Option<String>,
     on_progress: Channel<Progress>,
 ) -> Result<AddReport> {
-    let config = state.settings().library_config()?;
+    let (config, sync) =
+        carrel::library::shelf::import_target(state.settings().library_config()?, into.as_deref())?;
+    let keep_in_sync = keep_in_sync && sync == carrel::library::shelf::Sync::Watched;
     let gate = state.sync_gate();
     // The handle exists before the library is opened (on the worker, not
     // here), so a Cancel pressed at once is not lost.

@@ -5,12 +5,11 @@
 use std::sync::Mutex;
 
 use super::remote::Remote;
-use super::shelf::{Place, Shelf, shelf_path};
+use super::shelf::{Shelf, shelf_path};
 use super::{Library, LibraryConfig};
 use crate::answer::history::{self, ChatTurn, HISTORY_TURNS};
 use crate::answer::{self, Answer, Answerer, Corpus};
 use crate::error::{Error, Result};
-use crate::kb::Kb;
 use crate::lanes::MatchResponse;
 use crate::models::ModelConfig;
 use crate::store::{DocumentRow, Store};
@@ -136,21 +135,17 @@ fn scoped(home: &LibraryConfig, message: &str) -> Result<Option<Scope>> {
         there: Vec::new(),
     };
     for entry in survey.scoped(message)? {
-        match &entry.place {
-            Place::Local { dir } => scope.here.push(Library::open_existing(LibraryConfig {
-                dir: dir.clone(),
+        match (entry.remote(), entry.dir()) {
+            (Some(remote), _) => scope.there.push(ask_there(&remote, &question)),
+            (None, Some(dir)) => scope.here.push(Library::open_existing(LibraryConfig {
+                dir: dir.to_path_buf(),
                 ..home.clone()
             })?),
-            Place::Hub { url, token } => {
-                let kb = entry
-                    .name()
-                    .and_then(|k| Kb::parse(k).ok())
-                    .ok_or_else(|| {
-                        Error::Unavailable(format!("the library at {url} has no name on the shelf"))
-                    })?;
-                scope
-                    .there
-                    .push(ask_there(&Remote::new(url, kb, token), &question));
+            (None, None) => {
+                return Err(Error::Unavailable(format!(
+                    "the library at {} has no name on the shelf",
+                    entry.place
+                )));
             }
         }
     }

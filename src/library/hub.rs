@@ -169,38 +169,33 @@ impl Hub {
         let members = libraries
             .iter()
             .map(|s| Member {
-                state: match (&s.place, &s.state) {
-                    (
-                        Place::Hub { url, token },
-                        ShelfState::Remote { kb } | ShelfState::Unreachable { kb, .. },
-                    ) => {
-                        let remote = Remote::new(url, kb.clone(), token);
-                        let owner = remote.identity().ok().and_then(|i| i.identity.owner);
+                state: match (s.remote(), &s.place) {
+                    (Some(remote), _) => {
+                        let owner = match &s.state {
+                            ShelfState::Ready { identity, .. } => identity.owner.clone(),
+                            _ => remote.identity().ok().and_then(|t| t.identity.owner),
+                        };
                         MemberState::Remote { remote, owner }
                     }
-                    (Place::Hub { .. }, ShelfState::Ready { identity, .. }) => {
-                        MemberState::Remote {
-                            remote: match &s.place {
-                                Place::Hub { url, token } => {
-                                    Remote::new(url, identity.kb.clone(), token)
-                                }
-                                Place::Local { .. } => unreachable!("matched a hub"),
-                            },
-                            owner: identity.owner.clone(),
+                    (None, Place::Hub { url, .. }) => MemberState::Unavailable {
+                        reason: format!("the library at {url} has no name on the shelf"),
+                    },
+                    (None, Place::Local { dir }) => match &s.state {
+                        ShelfState::Ready { .. } => open_member(dir, models),
+                        ShelfState::NotCreated => MemberState::Unavailable {
+                            reason: format!(
+                                "no library at {} yet: `carrel add` creates it",
+                                dir.display()
+                            ),
+                        },
+                        ShelfState::Unavailable { reason } => MemberState::Unavailable {
+                            reason: reason.clone(),
+                        },
+                        ShelfState::Remote { .. } | ShelfState::Unreachable { .. } => {
+                            MemberState::Unavailable {
+                                reason: format!("{} is a folder, not a hub", dir.display()),
+                            }
                         }
-                    }
-                    (Place::Local { dir }, ShelfState::Ready { .. }) => open_member(dir, models),
-                    (place, ShelfState::NotCreated) => MemberState::Unavailable {
-                        reason: format!("no library at {place} yet: `carrel add` creates it"),
-                    },
-                    (_, ShelfState::Unavailable { reason }) => MemberState::Unavailable {
-                        reason: reason.clone(),
-                    },
-                    (
-                        Place::Local { dir },
-                        ShelfState::Remote { .. } | ShelfState::Unreachable { .. },
-                    ) => MemberState::Unavailable {
-                        reason: format!("{} is a folder, not a hub", dir.display()),
                     },
                 },
             })

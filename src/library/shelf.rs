@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::LibraryConfig;
 use super::remote::{Remote, There};
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb};
@@ -39,6 +40,30 @@ pub fn add_remote(in_use: &Path, url: &str, kb: &str, token: &str) -> Result<The
     shelf.answered(&kb);
     shelf.save(&path)?;
     Ok(there)
+}
+
+/// Where an import goes: the library in use (`home`), or the library on
+/// this machine's shelf that `into` names, opened with `home`'s models and
+/// limits. Only the library in use is followed by a watcher while the app
+/// runs, so only it may take watches: a folder added to another library is
+/// added once, never made a watch that nothing reads.
+pub fn import_target(home: LibraryConfig, into: Option<&str>) -> Result<(LibraryConfig, Sync)> {
+    match into {
+        None => Ok((home, Sync::Watched)),
+        Some(kb) => {
+            let survey = Shelf::load(&shelf_path()?)?.survey(&home.dir);
+            survey.import_target(home, kb)
+        }
+    }
+}
+
+/// Whether an import's folders and URLs may become watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    /// The library in use: a watcher follows its watches.
+    Watched,
+    /// Another library: nothing would follow a watch there.
+    AddedOnce,
 }
 
 /// Where the shelf is kept: `shelf.json` in the per-user data folder.
@@ -288,11 +313,9 @@ impl Shelf {
         let mut answered = Vec::new();
         let last: Vec<(Kb, Option<i64>)> = self.remotes().map(|(r, t)| (r.kb, t)).collect();
         for s in &mut survey.libraries {
-            let (Place::Hub { url, token }, ShelfState::Remote { kb }) = (&s.place, &s.state)
-            else {
+            let (Some(remote), ShelfState::Remote { kb }) = (s.remote(), &s.state) else {
                 continue;
             };
-            let remote = Remote::new(url, kb.clone(), token);
             s.state = match remote.identity() {
                 Ok(there) => {
                     answered.push(kb.clone());
@@ -376,6 +399,15 @@ impl Survey {
         Ok(named)
     }
 
+    /// [`import_target`] for the library named `kb` on this shelf.
+    pub fn import_target(&self, home: LibraryConfig, kb: &str) -> Result<(LibraryConfig, Sync)> {
+        let dir = self.find(kb)?;
+        if same_dir(&dir, &home.dir) {
+            return Ok((home, Sync::Watched));
+        }
+        Ok((LibraryConfig { dir, ..home }, Sync::AddedOnce))
+    }
+
     /// Refuses `kb` when a library on the shelf already has that name.
     pub fn check_free(&self, kb: &Kb) -> Result<()> {
         match self
@@ -403,6 +435,15 @@ impl Shelved {
             ShelfState::Remote { kb } | ShelfState::Unreachable { kb, .. } => Some(kb.as_str()),
             ShelfState::Unavailable { .. } => None,
         }
+    }
+
+    /// A library on another hub, to be asked there; none for one here.
+    pub fn remote(&self) -> Option<Remote> {
+        let Place::Hub { url, token } = &self.place else {
+            return None;
+        };
+        let kb = Kb::parse(self.name()?).ok()?;
+        Some(Remote::new(url, kb, token))
     }
 
     /// The folder of a library on this machine; none for one on a hub.
@@ -548,5 +589,44 @@ mod tests {
         let mut shelf = shelf;
         assert!(shelf.forget_remote(&kb));
         assert!(!shelf.forget_remote(&kb));
+    }
+
+    #[test]
+    fn an_import_into_another_library_goes_there_once_and_never_as_a_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (in_use, research) = (dir.path().join("in-use"), dir.path().join("research"));
+        std::fs::create_dir_all(&research).unwrap();
+        Store::open(&research.join(crate::paths::DATABASE_FILE))
+            .unwrap()
+            .set_identity(&Identity {
+                kb: Kb::parse("research").unwrap(),
+                title: "Research".into(),
+                owner: None,
+                description: String::new(),
+            })
+            .unwrap();
+        let mut shelf = Shelf::default();
+        shelf.add_local(&research);
+        shelf.add_remote(&Remote::new(
+            "http://ben:7311/mcp",
+            Kb::parse("skeptics").unwrap(),
+            "t",
+        ));
+        let survey = shelf.survey(&in_use);
+        let home = LibraryConfig::new(
+            in_use.clone(),
+            crate::models::ModelConfig::new(dir.path().into()),
+        );
+        let (config, sync) = survey.import_target(home.clone(), "research").unwrap();
+        assert_eq!((config.dir, sync), (research, Sync::AddedOnce));
+        let (config, sync) = survey.import_target(home.clone(), "default").unwrap();
+        assert_eq!((config.dir, sync), (in_use, Sync::Watched));
+        let err = survey
+            .import_target(home.clone(), "skeptics")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("on another machine"), "{err}");
+        let err = survey.import_target(home, "nope").unwrap_err().to_string();
+        assert!(err.contains("no library `nope`"), "{err}");
     }
 }

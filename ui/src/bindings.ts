@@ -11,13 +11,15 @@ export const commands = {
 	readDocument: (id: number) => typedError<DocumentText, AppError>(__TAURI_INVOKE("read_document", { id })),
 	removeDocument: (id: number) => typedError<null, AppError>(__TAURI_INVOKE("remove_document", { id })),
 	/**
-	 *  Adds files, folders and URLs. With `keep_in_sync`, each folder and URL
-	 *  becomes a watch (or finds its existing one) and is synced now, so the
-	 *  watcher keeps it up to date afterwards; files are added once. Progress
-	 *  goes to `on_progress`; failures are in the report, by name and reason.
-	 *  Runs on its own connection so the rest of the app stays responsive.
+	 *  Adds files, folders and URLs to the library in use, or to the library
+	 *  on the shelf `into` names. With `keep_in_sync`, each folder and URL of
+	 *  the library in use becomes a watch (or finds its existing one) and is
+	 *  synced now, so the watcher keeps it up to date afterwards; files, and
+	 *  anything added to another library, are added once. Progress goes to
+	 *  `on_progress`; failures are in the report, by name and reason. Runs on
+	 *  its own connection so the rest of the app stays responsive.
 	 */
-	addSources: (inputs: string[], keepInSync: boolean, onProgress: Channel<Progress>) => typedError<AddReport, AppError>(__TAURI_INVOKE("add_sources", { inputs, keepInSync, onProgress })),
+	addSources: (inputs: string[], keepInSync: boolean, into: string | null, onProgress: Channel<Progress>) => typedError<AddReport, AppError>(__TAURI_INVOKE("add_sources", { inputs, keepInSync, into, onProgress })),
 	/**
 	 *  Stops the running import after the document it is writing: what was
 	 *  added stays, and adding the same files again goes on from there. False

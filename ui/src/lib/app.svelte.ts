@@ -21,6 +21,7 @@ export type Page =
   | { name: "settings" };
 
 const KEEP_IN_SYNC = "carrel.keepInSync";
+const ADD_INTO = "carrel.addInto";
 /** How often the list is read again while an ingest reports progress. */
 const LIST_DURING_INGEST_MS = 1000;
 
@@ -46,6 +47,10 @@ class AppState {
   watcherError = $state<string | null>(null);
   /** settings.json could not be used at startup (the app runs on defaults). */
   settingsProblem = $state<SettingsProblem | null>(null);
+  /** The library on the shelf additions go into (null: the one in use); remembered. */
+  addInto = $state<string | null>(localStorage.getItem(ADD_INTO));
+  /** Where the last import went, when not the library in use. */
+  addedInto = $state<string | null>(null);
   /** Whether added folders and URLs become watches; remembered. */
   keepInSync = $state(localStorage.getItem(KEEP_IN_SYNC) !== "false");
   progress = $state<Progress | null>(null);
@@ -84,6 +89,13 @@ class AppState {
         }
       })(),
     ]);
+  }
+
+  /** Where additions go from now on (null: the library in use); remembered. */
+  setAddInto(kb: string | null) {
+    this.addInto = kb;
+    if (kb === null) localStorage.removeItem(ADD_INTO);
+    else localStorage.setItem(ADD_INTO, kb);
   }
 
   /** Puts a library another machine serves on the shelf; true when added. */
@@ -188,7 +200,10 @@ class AppState {
       }
     };
     try {
-      this.report = await call(commands.addSources(clean, this.keepInSync, channel));
+      // The choice stands only while that library is still on the shelf.
+      const into = this.addInto !== null && this.addInto !== this.inUseKb && this.libraries.some((l) => l.state === "ready" && !l.url && l.identity.kb === this.addInto) ? this.addInto : null;
+      this.report = await call(commands.addSources(clean, this.keepInSync, into, channel));
+      this.addedInto = into;
     } catch (e) {
       this.ingestError = errorText(e);
     } finally {

@@ -745,3 +745,42 @@ test("a library another machine shares is added by URL, name and token; a hub th
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("additions go into the library chosen on the shelf, remembered; another library's folders are added once, never watched", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    list_libraries: () => [
+      { dir: "/d/lib", in_use: true, state: "ready", documents: 3,
+        identity: { kb: "default", title: "Default library", owner: null, description: "" } },
+      { dir: "/d/research", in_use: false, state: "ready", documents: 0,
+        identity: { kb: "research", title: "Research", owner: "Ada", description: "" } },
+      { url: "http://ben:7311/mcp", in_use: false, state: "ready", documents: 5,
+        identity: { kb: "skeptics", title: "Skeptics' notes", owner: "Ben Okafor", description: "" } },
+    ],
+    add_sources: (args) => ({ added: 2, unchanged: 0, failed: [], skipped: [], documents: [], cancelled: null }),
+  });
+  const into = page.getByTestId("add-into");
+  await into.waitFor();
+  // Libraries on this machine only: a library on another hub takes no files.
+  assert.deepEqual(await into.locator("option").allInnerTexts(), ["default (in use)", "research"]);
+  await into.selectOption("research");
+  await page.getByTestId("source-input").fill("/papers");
+  await page.getByTestId("source-input").press("Enter");
+  await page.getByTestId("added-into").waitFor();
+  assert.match(await page.getByTestId("ingest-report").innerText(), /Added 2 to research \(not listed here/);
+  const sent = await page.evaluate(() => window.__CALLS__.filter(([c]) => c === "add_sources").map(([, a]) => [a.inputs, a.into]));
+  assert.deepEqual(sent, [[["/papers"], "research"]]);
+  // Remembered: after a reload the choice stands.
+  await page.reload();
+  await page.getByTestId("add-into").waitFor();
+  assert.equal(await page.getByTestId("add-into").inputValue(), "research");
+  await page.getByTestId("add-into").selectOption("");
+  await page.getByTestId("source-input").fill("/more");
+  await page.getByTestId("source-input").press("Enter");
+  await page.getByTestId("ingest-report").waitFor();
+  assert.equal(await page.getByTestId("added-into").count(), 0);
+  const last = await page.evaluate(() => window.__CALLS__.filter(([c]) => c === "add_sources").map(([, a]) => a.into));
+  assert.deepEqual(last, [null]);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
