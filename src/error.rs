@@ -134,6 +134,11 @@ pub enum Error {
     #[error("not authorised: {0}")]
     Unauthorized(String),
 
+    #[error(
+        "{token} mentions a document, but every library asked is on another machine; mention a document of a library here, or ask without @doc:"
+    )]
+    MentionNowhere { token: String },
+
     #[error("{token} names a document in several libraries; write {choices}")]
     MentionInSeveralLibraries { token: String, choices: String },
 

@@ -687,9 +687,14 @@ fn mentioned(
             .collect();
         if within.is_empty() {
             let known: Vec<String> = ids.iter().map(|i| format!("`{}`", i.kb)).collect();
-            return Err(Error::UnknownKb {
-                kb: m.kb.unwrap_or_default(),
-                known: known.join(", "),
+            return Err(match m.kb {
+                Some(kb) => Error::UnknownKb {
+                    kb,
+                    known: known.join(", "),
+                },
+                // Only libraries on other machines were asked: their
+                // documents cannot be mentioned from here.
+                None => Error::MentionNowhere { token: m.token },
             });
         }
         let resolutions: Vec<(usize, Resolution)> = within

@@ -69,7 +69,10 @@ impl Library {
 pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> Result<Answer> {
     let lock = || crate::fault::lock(lib);
     // One statement each, so that each lock is let go before the next.
-    let scoped = scoped(&lock().config, message);
+    // The libraries a question names are opened, and those on other hubs
+    // searched, with this library let go: no one waits on them.
+    let home = lock().config.clone();
+    let scoped = scoped(&home, message);
     let asked = scoped.and_then(|scope| match scope {
         None => {
             let prepared = answer::prepare(&mut [&mut *lock()], Vec::new(), message)?;

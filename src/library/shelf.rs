@@ -481,6 +481,22 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 mod tests {
     use super::*;
 
+    /// A library named `research` in `parent`, made as `carrel kb create` makes one.
+    fn research(parent: &Path) -> PathBuf {
+        let dir = parent.join("research");
+        std::fs::create_dir_all(&dir).unwrap();
+        Store::open(&dir.join(crate::paths::DATABASE_FILE))
+            .unwrap()
+            .set_identity(&Identity {
+                kb: Kb::parse("research").unwrap(),
+                title: "Research".into(),
+                owner: None,
+                description: String::new(),
+            })
+            .unwrap();
+        dir
+    }
+
     #[test]
     fn a_missing_shelf_is_empty_and_a_broken_one_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
@@ -516,17 +532,7 @@ mod tests {
     #[test]
     fn names_are_found_on_the_shelf_and_default_is_taken_before_it_exists() {
         let dir = tempfile::tempdir().unwrap();
-        let (in_use, research) = (dir.path().join("in-use"), dir.path().join("research"));
-        std::fs::create_dir_all(&research).unwrap();
-        let store = Store::open(&research.join(crate::paths::DATABASE_FILE)).unwrap();
-        store
-            .set_identity(&Identity {
-                kb: Kb::parse("research").unwrap(),
-                title: "Research".into(),
-                owner: None,
-                description: String::new(),
-            })
-            .unwrap();
+        let (in_use, research) = (dir.path().join("in-use"), research(dir.path()));
         let mut shelf = Shelf::default();
         shelf.add_local(&research);
         let survey = shelf.survey(&in_use);
@@ -594,17 +600,7 @@ mod tests {
     #[test]
     fn an_import_into_another_library_goes_there_once_and_never_as_a_watch() {
         let dir = tempfile::tempdir().unwrap();
-        let (in_use, research) = (dir.path().join("in-use"), dir.path().join("research"));
-        std::fs::create_dir_all(&research).unwrap();
-        Store::open(&research.join(crate::paths::DATABASE_FILE))
-            .unwrap()
-            .set_identity(&Identity {
-                kb: Kb::parse("research").unwrap(),
-                title: "Research".into(),
-                owner: None,
-                description: String::new(),
-            })
-            .unwrap();
+        let (in_use, research) = (dir.path().join("in-use"), research(dir.path()));
         let mut shelf = Shelf::default();
         shelf.add_local(&research);
         shelf.add_remote(&Remote::new(
