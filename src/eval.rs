@@ -121,7 +121,7 @@ impl Floors {
         noise: bool,
         relevant: &HashMap<String, f64>,
         subject: &[CardScores],
-        topic: &[(String, crate::lanes::Decision, crate::score::Cosine)],
+        topic: &[PassageScores],
     ) {
         let is_relevant = |d: &String| relevant.get(d).is_some_and(|g| *g > 0.0);
         let best =
@@ -141,8 +141,8 @@ impl Floors {
         let passage = best(
             &mut topic
                 .iter()
-                .filter(|(_, decision, _)| *decision != crate::lanes::Decision::Vetoed)
-                .map(|(d, _, c)| (c.get(), is_relevant(d))),
+                .filter(|p| p.decision != crate::lanes::Decision::Vetoed)
+                .map(|p| (p.cosine.get(), is_relevant(&p.doc))),
         );
         for (sweep, judged) in [
             (&mut self.subject_cosine, card),
@@ -194,25 +194,27 @@ pub struct TopicLosses {
     pub pairs: usize,
     /// Returned in the first [`CUTOFF`].
     pub found: usize,
-    /// None of the document's passages was among the KNN candidates.
+    /// None of the document's passages was among the candidates (the
+    /// nearest vectors and the best keyword matches).
     pub outside_pool: usize,
     /// Vetoed, though its best passage was at or over the floor: the veto
     /// alone removed it.
     pub vetoed: usize,
     /// Vetoed, and under the floor as well.
     pub vetoed_below_floor: usize,
-    /// Not vetoed; its best passage was under the floor.
+    /// Not vetoed; its best passage was under the floor that applied: the
+    /// tail floor when the lane fired, the lane's floor when it did not.
     pub below_floor: usize,
     /// Admitted, but ranked past [`CUTOFF`].
     pub ranked_out: usize,
 }
 
 impl TopicLosses {
-    /// Adds one query's pairs, judged from the lane's candidates (corpus
-    /// id, decision, cosine) and the documents it returned.
+    /// Adds one query's pairs, judged from the lane's candidates and the
+    /// documents it returned.
     fn add(
         &mut self,
-        candidates: &[(String, crate::lanes::Decision, crate::score::Cosine)],
+        candidates: &[PassageScores],
         returned: &[String],
         relevant: &HashMap<String, f64>,
     ) {
@@ -224,12 +226,14 @@ impl TopicLosses {
                 self.found += 1;
                 continue;
             }
-            match candidates.iter().find(|(d, _, _)| d == doc) {
+            match candidates.iter().find(|p| &p.doc == doc) {
                 None => self.outside_pool += 1,
-                Some((_, Decision::Vetoed, c)) if floor.admits(*c) => self.vetoed += 1,
-                Some((_, Decision::Vetoed, _)) => self.vetoed_below_floor += 1,
-                Some((_, Decision::BelowCosineFloor, _)) => self.below_floor += 1,
-                Some(_) => self.ranked_out += 1,
+                Some(p) => match p.decision {
+                    Decision::Vetoed if floor.admits(p.cosine) => self.vetoed += 1,
+                    Decision::Vetoed => self.vetoed_below_floor += 1,
+                    Decision::BelowCosineFloor => self.below_floor += 1,
+                    _ => self.ranked_out += 1,
+                },
             }
         }
     }
@@ -274,6 +278,19 @@ pub struct QueryResult {
     /// cross-encoder's logit where it scored the card: what any floor or
     /// margin on either scale can be recomputed from.
     pub subject_candidates: Vec<CardScores>,
+    /// Every document the topic lane looked at, in its candidate order: its
+    /// best passage's cosine and the lane's decision on it.
+    pub topic_candidates: Vec<PassageScores>,
+}
+
+/// One document the topic lane looked at for a query: its corpus id, its
+/// best passage's cosine, and the lane's decision.
+#[derive(Debug, Clone, Serialize)]
+pub struct PassageScores {
+    pub doc: String,
+    pub cosine: Cosine,
+    pub keyword_rank: Option<u32>,
+    pub decision: crate::lanes::Decision,
 }
 
 /// One card the subject lane looked at for a query, on both its scales: its
@@ -450,20 +467,13 @@ impl Bm25 {
     }
 
     fn search(&self, query: &str) -> Result<Vec<String>> {
-        let terms: Vec<String> = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|t| t.len() > 1)
-            .map(|t| format!("\"{}\"", t.to_lowercase()))
-            .collect();
-        if terms.is_empty() {
+        let Some(expression) = crate::store::keywords::match_expression(query) else {
             return Ok(Vec::new());
-        }
+        };
         let mut stmt = self.conn.prepare_cached(
             "SELECT id FROM docs WHERE docs MATCH ?1 ORDER BY bm25(docs) LIMIT ?2",
         )?;
-        let rows = stmt.query_map(rusqlite::params![terms.join(" OR "), CUTOFF as i64], |r| {
-            r.get(0)
-        })?;
+        let rows = stmt.query_map(rusqlite::params![expression, CUTOFF as i64], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
     }
 }
@@ -620,8 +630,8 @@ struct Ranked {
     cosine_docs: Vec<String>,
     /// The topic lane's candidates by their best passage's cosine alone.
     dense_docs: Vec<String>,
-    /// The topic lane's candidates: corpus id, decision, cosine.
-    topic_candidates: Vec<(String, crate::lanes::Decision, crate::score::Cosine)>,
+    /// The topic lane's candidates, in its order.
+    topic_candidates: Vec<PassageScores>,
     /// The subject lane's candidates: corpus id, cosine, logit if reranked.
     subject_candidates: Vec<CardScores>,
     bm25_docs: Vec<String>,
@@ -702,7 +712,14 @@ impl Tally {
             .explain
             .topic
             .iter()
-            .filter_map(|c| Some((doc_ids.get(&c.doc)?.clone(), c.decision, c.cosine)))
+            .filter_map(|c| {
+                Some(PassageScores {
+                    doc: doc_ids.get(&c.doc)?.clone(),
+                    cosine: c.cosine,
+                    keyword_rank: c.keyword_rank,
+                    decision: c.decision,
+                })
+            })
             .collect();
         let subject_candidates: Vec<_> = r
             .explain
@@ -716,9 +733,13 @@ impl Tally {
                 })
             })
             .collect();
-        let mut dense = topic_candidates.clone();
-        dense.sort_by(|a, b| a.2.rank(b.2));
-        let dense_docs = dense.into_iter().map(|(d, _, _)| d).take(CUTOFF).collect();
+        let mut dense: Vec<&PassageScores> = topic_candidates.iter().collect();
+        dense.sort_by(|a, b| a.cosine.rank(b.cosine));
+        let dense_docs = dense
+            .into_iter()
+            .map(|p| p.doc.clone())
+            .take(CUTOFF)
+            .collect();
         let started = std::time::Instant::now();
         let bm25_docs = bm25.search(&q.text)?;
         if n > 0 {
@@ -808,6 +829,7 @@ impl Tally {
                 bm25: bm25_docs,
                 noise,
                 subject_candidates,
+                topic_candidates,
             },
         );
     }
@@ -920,7 +942,12 @@ mod tests {
     fn each_lost_document_is_put_down_to_the_first_rule_that_lost_it() {
         use crate::lanes::Decision::*;
         use crate::score::Cosine;
-        let c = |d: &str, decision, cos| (d.to_string(), decision, Cosine::new(cos));
+        let c = |d: &str, decision, cos| PassageScores {
+            doc: d.to_string(),
+            cosine: Cosine::new(cos),
+            keyword_rank: None,
+            decision,
+        };
         let candidates = [
             c("found", Admitted, 0.8),
             c("veto", Vetoed, 0.7),

@@ -285,6 +285,36 @@ fn labelled_set_has_no_subject_noise_leaks() {
         report.subject.p_at_1
     );
     assert_eq!(report.per_query["r01"].bm25[0], "sourdough-starter.md");
+    // The topic lane fires only on a passage at its floor; the lower floor
+    // that admits the rest of a real answer never lets a noise query in,
+    // though noise queries have passages over it that the veto passes.
+    assert_eq!(
+        report.topic.noise_leaks, 0,
+        "the topic lane must not admit noise"
+    );
+    let tail = carrel::lanes::topic::TOPIC_TAIL_FLOOR;
+    let over_tail = report
+        .per_query
+        .values()
+        .filter(|q| q.noise)
+        .filter(|q| {
+            q.topic_candidates
+                .iter()
+                .any(|c| c.decision != Decision::Vetoed && tail.admits(c.cosine))
+        })
+        .count();
+    assert!(
+        over_tail > 0,
+        "no noise query reaches the tail floor: this check proves nothing"
+    );
+    // Keyword matches join the pool, each with its rank.
+    assert!(
+        report.per_query["r01"]
+            .topic_candidates
+            .iter()
+            .any(|c| c.keyword_rank.is_some()),
+        "the keyword index found nothing for r01"
+    );
 }
 
 /// Precise over complete: when the cross-encoder's first card is not

@@ -148,20 +148,28 @@ fn print_explain(r: &crate::lanes::MatchResponse) {
             "needed for eligible cards"
         }
     );
-    println!("  topic search: {}", e.topic_search.describe());
+    println!(
+        "  topic search: {}; with the best keyword matches, each scored by the same cosine, \
+         in an order that fuses the two ranks",
+        e.topic_search.describe()
+    );
     for (lane, cands) in [("subject", &e.subject), ("topic", &e.topic)] {
         for c in cands.iter() {
-            let rerank = c
-                .rerank
-                .map(|l| format!("{:.2}", l.get()))
-                .unwrap_or_else(|| "-".into());
+            // The subject lane's second number is the cross-encoder's logit;
+            // the topic lane's is its keyword rank (it has no logit).
+            let second = match (c.rerank, c.keyword_rank) {
+                (Some(l), _) => format!("rerank {:>6.2}", l.get()),
+                (None, Some(k)) => format!("keyword #{k:<4}"),
+                (None, None) if lane == "topic" => format!("keyword {:>5}", "-"),
+                (None, None) => format!("rerank {:>6}", "-"),
+            };
             let path = c
                 .heading_path
                 .as_ref()
                 .map(|p| p.join(" > "))
                 .unwrap_or_default();
             println!(
-                "  {lane:<8} {:>5} cosine {:.3} rerank {rerank:>6}  {:<22} {} {path}",
+                "  {lane:<8} {:>5} cosine {:.3} {second}  {:<22} {} {path}",
                 c.doc,
                 c.cosine.get(),
                 c.decision.as_str(),

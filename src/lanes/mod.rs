@@ -158,6 +158,9 @@ pub struct Candidate {
     pub cosine: Cosine,
     pub rerank: Option<RerankLogit>,
     pub heading_path: Option<Vec<String>>,
+    /// The topic lane's rank of this document by keyword (BM25) match, when
+    /// the keyword index found it; its order fuses this with the cosine rank.
+    pub keyword_rank: Option<u32>,
     pub decision: Decision,
 }
 

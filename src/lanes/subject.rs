@@ -208,6 +208,7 @@ fn scan(
             cosine,
             rerank: None,
             heading_path: None,
+            keyword_rank: None,
             decision,
         });
         let hit = SubjectHit {

@@ -7,6 +7,7 @@ mod chat;
 mod contents;
 mod documents;
 mod identity;
+pub mod keywords;
 mod schema;
 pub mod signs;
 pub mod synthetic;

@@ -6,7 +6,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: documents point at content-addressed bodies; chunks, cards and vectors
     //    hang off the content, so identical bodies are stored and embedded once.
     r#"
@@ -208,6 +208,31 @@ const MIGRATIONS: &[&str] = &[
         label   TEXT NOT NULL,
         created INTEGER NOT NULL
     );
+    "#,
+    // 11: a keyword index over the chunks (`store::keywords`), kept by
+    //    triggers, so the topic lane's candidates are the nearest vectors and
+    //    the best BM25 matches together. External content: the text lives
+    //    once, in `chunks`.
+    r#"
+    CREATE VIRTUAL TABLE chunks_fts USING fts5(
+        text, heading_path, content = 'chunks', content_rowid = 'id',
+        tokenize = 'porter unicode61'
+    );
+    INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild');
+    CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+        INSERT INTO chunks_fts (rowid, text, heading_path)
+            VALUES (new.id, new.text, new.heading_path);
+    END;
+    CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+        INSERT INTO chunks_fts (chunks_fts, rowid, text, heading_path)
+            VALUES ('delete', old.id, old.text, old.heading_path);
+    END;
+    CREATE TRIGGER chunks_fts_update AFTER UPDATE OF text, heading_path ON chunks BEGIN
+        INSERT INTO chunks_fts (chunks_fts, rowid, text, heading_path)
+            VALUES ('delete', old.id, old.text, old.heading_path);
+        INSERT INTO chunks_fts (rowid, text, heading_path)
+            VALUES (new.id, new.text, new.heading_path);
+    END;
     "#,
 ];
 

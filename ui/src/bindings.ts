@@ -145,6 +145,11 @@ export type Candidate = {
 	cosine: Cosine,
 	rerank: RerankLogit | null,
 	heading_path: string[] | null,
+	/**
+	 *  The topic lane's rank of this document by keyword (BM25) match, when
+	 *  the keyword index found it; its order fuses this with the cosine rank.
+	 */
+	keyword_rank: number | null,
 	decision: Decision,
 };
 

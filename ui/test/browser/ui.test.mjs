@@ -451,10 +451,10 @@ test("the match panel shows both lanes apart with their states; the debug pane s
       },
       topic_vetoed: 1,
       explain: {
-        subject: [{ doc: 1, title: "Sourdough starter", cosine: 0.62, rerank: null, heading_path: null, decision: "reranker_unavailable" }],
+        subject: [{ doc: 1, title: "Sourdough starter", cosine: 0.62, rerank: null, heading_path: null, keyword_rank: null, decision: "reranker_unavailable" }],
         topic: [
-          { doc: 1, title: "Sourdough starter", cosine: 0.71, rerank: null, heading_path: ["Feeding"], decision: "admitted" },
-          { doc: 2, title: "Starter homes and mortgages", cosine: 0.52, rerank: null, heading_path: ["Deposits"], decision: "vetoed" },
+          { doc: 1, title: "Sourdough starter", cosine: 0.71, rerank: null, heading_path: ["Feeding"], keyword_rank: 2, decision: "admitted" },
+          { doc: 2, title: "Starter homes and mortgages", cosine: 0.52, rerank: null, heading_path: ["Deposits"], keyword_rank: null, decision: "vetoed" },
         ],
         reranker_skipped_by_gate: false, vetoed: 1, cosine_scorer: "cosine:all-MiniLM-L6-v2@abc",
         rerank_scorer: null, rerank_calibrated: false, embed_ms: 9.5, subject_ms: 0.4, topic_ms: 3.2,
@@ -476,7 +476,8 @@ test("the match panel shows both lanes apart with their states; the debug pane s
   await debug.waitFor();
   assert.match(await page.getByTestId("cosine-scorer").innerText(), /cosine:all-MiniLM-L6-v2@abc/);
   assert.match(await page.getByTestId("rerank-scorer").innerText(), /not loaded/);
-  assert.match(await page.getByTestId("topic-search").innerText(), /sign bits of 120,000 chunk vectors compared, the nearest 1,000 scored by exact cosine/);
+  assert.match(await page.getByTestId("topic-search").innerText(), /sign bits of 120,000 chunk vectors compared, the nearest 1,000 scored by exact cosine; with the best keyword matches/);
+  assert.deepEqual(await debug.getByTestId("keyword-rank").allInnerTexts(), ["#2", "–"], "the topic lane's keyword ranks, one per candidate");
   assert.match(await debug.innerText(), /vetoed: headings do not mention the query/);
   assert.match(await debug.innerText(), /suppressed: cross-encoder unavailable/);
   assert.match(await debug.innerText(), /Deposits/);
