@@ -124,30 +124,13 @@ impl Pool {
         nearest: &[(i64, f32)],
         keyword: &[i64],
     ) -> Result<Pool> {
-        // A keyword match among the nearest already has its distance.
-        let known: HashMap<i64, f32> = nearest.iter().copied().collect();
-        let unknown: Vec<i64> = keyword
-            .iter()
-            .copied()
-            .filter(|c| !known.contains_key(c))
-            .collect();
-        let fetched: HashMap<i64, f32> = store
-            .chunk_distances(&unknown, query, fingerprint)?
-            .into_iter()
-            .collect();
-        let keyword: Vec<(i64, f32)> = keyword
-            .iter()
-            .filter_map(|c| Some((*c, *known.get(c).or_else(|| fetched.get(c))?)))
-            .collect();
         let mut passage = store.conn.prepare_cached(
             "SELECT c.content_id, c.heading_path, c.text, c.page, d.key_terms
              FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = ?1",
         )?;
-        let mut best: HashMap<i64, PassageRow> = HashMap::new();
-        let mut keyword_rank: HashMap<i64, u32> = HashMap::new();
-        let found = nearest.iter().map(|c| (c, false));
-        for (&(chunk, distance), by_keyword) in found.chain(keyword.iter().map(|c| (c, true))) {
-            let Some(row) = passage
+        // A chunk deleted since the search reads as none.
+        let mut read = |chunk: i64, distance: f32| -> Result<Option<PassageRow>> {
+            Ok(passage
                 .query_row([chunk], |r| {
                     Ok((
                         chunk,
@@ -159,22 +142,35 @@ impl Pool {
                         r.get(4)?,
                     ))
                 })
-                .optional()?
-            else {
-                continue; // deleted since the search
+                .optional()?)
+        };
+        let mut best: HashMap<i64, PassageRow> = HashMap::new();
+        for &(chunk, distance) in nearest {
+            if let Some(row) = read(chunk, distance)? {
+                keep_best(&mut best, row);
+            }
+        }
+        // A document among the nearest already holds its best passage (no
+        // chunk outside the nearest is closer); a keyword match only gives
+        // it a keyword rank. Any other match is scored by cosine here.
+        let near: HashSet<i64> = best.keys().copied().collect();
+        let mut keyword_rank: HashMap<i64, u32> = HashMap::new();
+        for &chunk in keyword {
+            let Some(mut row) = read(chunk, f32::INFINITY)? else {
+                continue;
             };
-            let row: PassageRow = row;
             let content = row.2;
-            if by_keyword {
-                let next = keyword_rank.len() as u32 + 1;
-                keyword_rank.entry(content).or_insert(next);
+            if !near.contains(&content) {
+                let Some(&(_, distance)) =
+                    store.chunk_distances(&[chunk], query, fingerprint)?.first()
+                else {
+                    continue; // no vector yet: not on the lane's scale
+                };
+                row.1 = distance;
+                keep_best(&mut best, row);
             }
-            match best.get(&content) {
-                Some(held) if held.1 <= distance => {}
-                _ => {
-                    best.insert(content, row);
-                }
-            }
+            let next = keyword_rank.len() as u32 + 1;
+            keyword_rank.entry(content).or_insert(next);
         }
         let mut best: Vec<PassageRow> = best.into_values().collect();
         best.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
@@ -199,6 +195,16 @@ impl Pool {
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
         ranked.into_iter().map(|(_, row, k)| (row, k)).collect()
+    }
+}
+
+/// Holds `row` as its document's best passage unless a closer one is held.
+fn keep_best(best: &mut HashMap<i64, PassageRow>, row: PassageRow) {
+    match best.get(&row.2) {
+        Some(held) if held.1 <= row.1 => {}
+        _ => {
+            best.insert(row.2, row);
+        }
     }
 }
 
