@@ -317,6 +317,31 @@ fn labelled_set_has_no_subject_noise_leaks() {
     );
 }
 
+/// The shipped cross-encoder's logits do not depend on the CPU: its weights
+/// are uint8 (`tools/reranker/u8.py`), so every CPU computes the same exact
+/// integer products. Its int8-weight form scored this card −1.225 on an
+/// AVX2 CPU without VNNI (this project's CI machine), where the exact result
+/// is −0.847; that drift let a noise query through the floor.
+#[test]
+fn the_shipped_cross_encoder_scores_alike_on_every_cpu() {
+    let _serial = serial();
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    let r = lib
+        .match_query("loan-to-value ratio and deposit size", 10)
+        .unwrap();
+    let card = r
+        .explain
+        .subject
+        .iter()
+        .find(|c| c.title.contains("Mortgage"))
+        .expect("the mortgage card is a candidate");
+    let logit = card.rerank.expect("the cross-encoder scored it").get();
+    assert!(
+        (logit - -0.847).abs() < 0.02,
+        "logit {logit}, not the exact -0.847: is the model's arithmetic CPU-dependent again?"
+    );
+}
+
 /// Precise over complete: when the cross-encoder's first card is not
 /// cosine's, the lane cannot say which document the query is about, so it
 /// admits nothing and shows every card it held back as `disputed`.

@@ -1,6 +1,6 @@
 """Exports the fine-tuned cross-encoder to ONNX (inputs input_ids,
 attention_mask, token_type_ids; output logits [batch, 1]), quantizes it to
-int8 (dynamic, per channel) and checks it against the training framework on
+int8 (dynamic, per channel), stores its weights as uint8 (u8.py) and checks it against the training framework on
 the held-out pairs: max abs logit difference, Spearman, and how often the two
 order a query's candidates alike. Writes the model folder Carrel loads.
 """
@@ -14,10 +14,12 @@ import shutil
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import torch
 from onnxruntime.quantization import QuantType, quantize_dynamic
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from u8 import to_u8
 
 from metrics import auc, order_agreement, pairwise_accuracy
 
@@ -60,6 +62,11 @@ def main():
     int8 = os.path.join(args.out, "model.onnx")
     quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8, per_channel=True)
     os.remove(fp32)
+    # uint8 weights, the same values: every CPU then computes the same logits
+    # (u8.py says why).
+    quantized = onnx.load(int8)
+    to_u8(quantized)
+    onnx.save(quantized, int8)
     for name in TOKENIZER_FILES:
         shutil.copy(os.path.join(args.base, name), os.path.join(args.out, name))
     shutil.copy(os.path.join(args.trained, "config.json"), os.path.join(args.out, "config.json"))
