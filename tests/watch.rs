@@ -16,6 +16,19 @@ use carrel::models::onnx::TEXTS_EMBEDDED;
 use carrel::watch::{self, new_watch};
 use common::*;
 
+/// The embed counter is process-wide. A test that reads it holds this lock
+/// alone; every other test here that embeds in this process holds it shared,
+/// so none of them embeds inside the window the counter is read over.
+static EMBEDDING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn embeds() -> std::sync::RwLockReadGuard<'static, ()> {
+    EMBEDDING.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn counts_embeddings() -> std::sync::RwLockWriteGuard<'static, ()> {
+    EMBEDDING.write().unwrap_or_else(|p| p.into_inner())
+}
+
 fn labelled(name: &str) -> std::path::PathBuf {
     fixtures().join("labelled/corpus").join(name)
 }
@@ -35,6 +48,7 @@ fn id_of(lib: &carrel::Library, path: &Path) -> Option<i64> {
 
 #[test]
 fn a_sync_reflects_edits_renames_and_deletes_and_a_rename_embeds_nothing() {
+    let _embedding = counts_embeddings();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let f = folder.path();
@@ -143,6 +157,7 @@ fn a_sync_reflects_edits_renames_and_deletes_and_a_rename_embeds_nothing() {
 
 #[test]
 fn watch_run_picks_up_a_new_file_and_stops_on_sigterm() {
+    let _embedding = embeds();
     let lib = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     std::fs::copy(
@@ -218,6 +233,7 @@ fn watch_run_picks_up_a_new_file_and_stops_on_sigterm() {
 /// folder must still be picked up, not left until the interval (an hour).
 #[test]
 fn a_file_saved_before_the_watcher_follows_a_new_watch_is_still_picked_up() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let dir = lib_dir.path().to_path_buf();
@@ -295,6 +311,7 @@ fn page(words: &str) -> String {
 
 #[test]
 fn a_url_watch_refetches_conditionally_and_reindexes_on_change() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let body = std::sync::Arc::new(std::sync::Mutex::new(page("Ann on Monday, Bo on Friday")));
     let (url, counts) = etag_server(body.clone());
@@ -410,6 +427,7 @@ fn last_error(lib: &carrel::Library, id: i64) -> Option<String> {
 /// of its filters cannot delete it either.
 #[test]
 fn a_hand_added_document_survives_a_watch_with_an_exclude_filter() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let f = folder.path();
@@ -448,6 +466,7 @@ fn a_hand_added_document_survives_a_watch_with_an_exclude_filter() {
 /// found", and the next sync used to remove every document of the watch.
 #[test]
 fn an_emptied_folder_removes_nothing_and_says_how_many_documents_it_kept() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let f = folder.path();
@@ -553,6 +572,7 @@ fn set_mode(p: &Path, mode: u32) {
 /// up root's permission bypass while it syncs (see [`NoPermissionBypass`]).
 #[test]
 fn a_subfolder_that_cannot_be_listed_removes_nothing() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let f = folder.path();
@@ -616,6 +636,7 @@ fn a_subfolder_that_cannot_be_listed_removes_nothing() {
 /// sync saw the other's documents as "not matched" and removed them.
 #[test]
 fn overlapping_watches_never_remove_each_others_documents() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let mut lib = open(lib_dir.path());
 
@@ -666,6 +687,7 @@ fn overlapping_watches_never_remove_each_others_documents() {
 /// longer take stays too, until the file itself is deleted.
 #[test]
 fn a_deleted_file_the_watch_added_is_removed_and_a_hand_added_one_is_kept() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let f = folder.path();
@@ -711,6 +733,7 @@ fn a_deleted_file_the_watch_added_is_removed_and_a_hand_added_one_is_kept() {
 /// between files).
 #[test]
 fn a_file_added_by_hand_while_a_watch_syncs_it_is_unchanged_for_the_watch() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let f = folder.path();
@@ -775,6 +798,7 @@ impl Captured {
 /// held past the busy timeout (10 s). It must log, try again, and go on.
 #[test]
 fn watch_run_survives_a_busy_database_when_recording_a_sync() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let gone = folder.path().join("gone");
@@ -840,6 +864,7 @@ fn watch_run_survives_a_busy_database_when_recording_a_sync() {
 /// counts both. Without "keep in sync" the folder is added once instead.
 #[test]
 fn a_drop_makes_the_folder_a_watch_and_adds_the_file_once() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let loose = tempfile::tempdir().unwrap();
@@ -885,6 +910,7 @@ fn a_drop_makes_the_folder_a_watch_and_adds_the_file_once() {
 /// the next sync finishes the job.
 #[test]
 fn a_cancelled_sync_removes_nothing() {
+    let _embedding = embeds();
     let lib_dir = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let f = folder.path();
