@@ -16,7 +16,8 @@ fn no_progress() -> impl FnMut(&carrel::Progress) {
     |_| {}
 }
 
-// The embed counter is process-wide; tests that read it must not overlap.
+// The embed counter is process-wide: every test here that embeds in this
+// process holds this lock, so none embeds while another reads the counter.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
@@ -472,6 +473,7 @@ fn two_workers_store_what_one_worker_stores() {
 /// does, and the report says how many were asked for.
 #[test]
 fn the_memory_cap_starts_fewer_workers_never_none() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = models();
     cfg.jobs = 4;
@@ -496,6 +498,7 @@ fn the_memory_cap_starts_fewer_workers_never_none() {
 /// counted, and a later add reads it.
 #[test]
 fn a_cancelled_add_counts_what_it_did_not_reach_and_the_next_add_goes_on() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let docs = s(fixtures().join("docs"));
     let mut lib = open(dir.path());
