@@ -505,7 +505,7 @@ pub fn prepare(
             share,
             &mut notes,
         );
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        let ms = crate::lanes::merge::route_ms(started);
         let state = match got {
             Ok((mut context, why_none)) => {
                 for p in &mut context {

@@ -194,6 +194,17 @@ impl<H: Placed + Clone> SharedLane<H> {
     }
 }
 
+/// Milliseconds since `started`, to the hundredth: a route's time. Kept to
+/// two decimals so that it reads back exactly from a kept chat turn's JSON
+/// (a full-precision f64 can come back one unit in the last place off).
+pub fn route_ms(started: std::time::Instant) -> f64 {
+    hundredths(started.elapsed().as_secs_f64() * 1000.0)
+}
+
+fn hundredths(ms: f64) -> f64 {
+    (ms * 100.0).round() / 100.0
+}
+
 /// How one library took part in a search or an answer: the route, which
 /// is the record of every wall crossed.
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
@@ -238,6 +249,24 @@ fn place<H: Placed>(groups: &mut Vec<LaneGroup<H>>, one: LaneGroup<H>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A route's time reads back from JSON as the same number; a full
+    /// precision one does not always (10.847529999999999 came back 10.84753).
+    #[test]
+    fn a_route_time_reads_back_exactly_from_json() {
+        // One unit in the last place under 10.84753: 10.847529999999999.
+        let full = f64::from_bits(10.84753_f64.to_bits() - 1);
+        assert_ne!(
+            serde_json::from_str::<f64>(&serde_json::to_string(&full).unwrap()).unwrap(),
+            full,
+            "the full-precision value this guards against"
+        );
+        for i in 0..200_000u32 {
+            let ms = hundredths(i as f64 * 0.0137 + 0.001);
+            let back: f64 = serde_json::from_str(&serde_json::to_string(&ms).unwrap()).unwrap();
+            assert_eq!(back, ms, "{ms}");
+        }
+    }
     use crate::score::Cosine;
 
     fn scorer(model: &str) -> ScorerId {

@@ -171,7 +171,7 @@ fn ask_there(remote: &Remote, question: &str) -> answer::Foreign {
             .and_then(|p| p.first())
             .and_then(|p| p.owner.clone()),
         passages,
-        ms: started.elapsed().as_secs_f64() * 1000.0,
+        ms: crate::lanes::merge::route_ms(started),
         holder: Box::new(remote.clone()),
     }
 }

@@ -502,7 +502,7 @@ impl Member {
         let started = Instant::now();
         if let MemberState::Remote { remote, .. } = &self.state {
             let found = remote.search(query, top_k);
-            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            let ms = crate::lanes::merge::route_ms(started);
             return match found {
                 Ok(m) => (
                     self.step(RouteState::Answered, ms),
@@ -522,7 +522,7 @@ impl Member {
             }
         };
         let result = crate::fault::lock(library).match_query(query, top_k);
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        let ms = crate::lanes::merge::route_ms(started);
         match result {
             Ok(r) => (self.step(RouteState::Answered, ms), Some(Answered::Here(r))),
             Err(e) => {
