@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::{Cli, open, print_json};
 use crate::Error;
-use crate::lanes::Detail;
+use crate::lanes::{Candidate, Detail};
 use crate::score::Cosine;
 
 /// The arguments of `carrel match`.
@@ -153,16 +153,23 @@ fn print_explain(r: &crate::lanes::MatchResponse) {
          in an order that fuses the two ranks",
         e.topic_search.describe()
     );
-    for (lane, cands) in [("subject", &e.subject), ("topic", &e.topic)] {
+    // Each lane's second number: the subject lane's is the cross-encoder's
+    // logit; the topic lane's is its keyword rank (it has no logit).
+    let rerank = |c: &Candidate| match c.rerank {
+        Some(l) => format!("rerank {:>6.2}", l.get()),
+        None => format!("rerank {:>6}", "-"),
+    };
+    let keyword = |c: &Candidate| match c.keyword_rank {
+        Some(k) => format!("keyword #{k:<4}"),
+        None => format!("keyword {:>5}", "-"),
+    };
+    let lanes: [(&str, &Vec<Candidate>, &dyn Fn(&Candidate) -> String); 2] = [
+        ("subject", &e.subject, &rerank),
+        ("topic", &e.topic, &keyword),
+    ];
+    for (lane, cands, second) in lanes {
         for c in cands.iter() {
-            // The subject lane's second number is the cross-encoder's logit;
-            // the topic lane's is its keyword rank (it has no logit).
-            let second = match (c.rerank, c.keyword_rank) {
-                (Some(l), _) => format!("rerank {:>6.2}", l.get()),
-                (None, Some(k)) => format!("keyword #{k:<4}"),
-                (None, None) if lane == "topic" => format!("keyword {:>5}", "-"),
-                (None, None) => format!("rerank {:>6}", "-"),
-            };
+            let second = second(c);
             let path = c
                 .heading_path
                 .as_ref()

@@ -81,8 +81,8 @@ pub fn run(
         model: model.to_string(),
     };
     let mut judged = Vec::new();
-    for (row, keyword_rank) in pool.in_fused_order() {
-        if let Some(j) = judge(store, query_terms, &scorer, row, keyword_rank)? {
+    for (best, keyword_rank) in pool.in_fused_order() {
+        if let Some(j) = judge(store, query_terms, &scorer, best, keyword_rank)? {
             judged.push(j);
         }
     }
@@ -114,10 +114,20 @@ pub fn run(
 
 /// The lane's candidate documents: each one's best passage (the chunk of
 /// highest cosine among those found either way), its rank by that cosine
-/// and its rank by keyword match, if the keyword index found it.
+/// and its rank by keyword match, if the keyword index found it. Only the
+/// chunk ids and their documents are read here; a passage's text is read
+/// once it is a document's best ([`judge`]).
 struct Pool {
-    best: Vec<PassageRow>,
+    best: Vec<Best>,
     keyword_rank: HashMap<i64, u32>,
+}
+
+/// A document's best passage so far: chunk id, cosine distance, content id.
+#[derive(Clone, Copy)]
+struct Best {
+    chunk: i64,
+    distance: f32,
+    content: i64,
 }
 
 impl Pool {
@@ -128,30 +138,24 @@ impl Pool {
         nearest: &[(i64, f32)],
         keyword: &[i64],
     ) -> Result<Pool> {
-        let mut passage = store.conn.prepare_cached(
-            "SELECT c.content_id, c.heading_path, c.text, c.page, d.key_terms
-             FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = ?1",
-        )?;
+        let mut content_of = store
+            .conn
+            .prepare_cached("SELECT content_id FROM chunks WHERE id = ?1")?;
         // A chunk deleted since the search reads as none.
-        let mut read = |chunk: i64, distance: f32| -> Result<Option<PassageRow>> {
-            Ok(passage
-                .query_row([chunk], |r| {
-                    Ok((
+        let mut content = |chunk: i64| -> Result<Option<i64>> {
+            Ok(content_of.query_row([chunk], |r| r.get(0)).optional()?)
+        };
+        let mut best: HashMap<i64, Best> = HashMap::new();
+        for &(chunk, distance) in nearest {
+            if let Some(content) = content(chunk)? {
+                keep_best(
+                    &mut best,
+                    Best {
                         chunk,
                         distance,
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                    ))
-                })
-                .optional()?)
-        };
-        let mut best: HashMap<i64, PassageRow> = HashMap::new();
-        for &(chunk, distance) in nearest {
-            if let Some(row) = read(chunk, distance)? {
-                keep_best(&mut best, row);
+                        content,
+                    },
+                );
             }
         }
         // A document among the nearest already holds its best passage (no
@@ -160,73 +164,100 @@ impl Pool {
         let near: HashSet<i64> = best.keys().copied().collect();
         let mut keyword_rank: HashMap<i64, u32> = HashMap::new();
         for &chunk in keyword {
-            let Some(mut row) = read(chunk, f32::INFINITY)? else {
+            let Some(content) = content(chunk)? else {
                 continue;
             };
-            let content = row.2;
             if !near.contains(&content) {
                 let Some(&(_, distance)) =
                     store.chunk_distances(&[chunk], query, fingerprint)?.first()
                 else {
                     continue; // no vector yet: not on the lane's scale
                 };
-                row.1 = distance;
-                keep_best(&mut best, row);
+                keep_best(
+                    &mut best,
+                    Best {
+                        chunk,
+                        distance,
+                        content,
+                    },
+                );
             }
             let next = keyword_rank.len() as u32 + 1;
             keyword_rank.entry(content).or_insert(next);
         }
-        let mut best: Vec<PassageRow> = best.into_values().collect();
-        best.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        let mut best: Vec<Best> = best.into_values().collect();
+        best.sort_by(|a, b| {
+            a.distance
+                .total_cmp(&b.distance)
+                .then(a.chunk.cmp(&b.chunk))
+        });
         Ok(Pool { best, keyword_rank })
     }
 
     /// Best passages in fused order, each with its keyword rank; ties keep
     /// the cosine order.
-    fn in_fused_order(self) -> Vec<(PassageRow, Option<u32>)> {
+    fn in_fused_order(self) -> Vec<(Best, Option<u32>)> {
         let Pool { best, keyword_rank } = self;
         let fused = |cosine_rank: usize, keyword: Option<u32>| {
             1.0 / (FUSION_K + cosine_rank as f64 + 1.0)
                 + keyword.map_or(0.0, |k| 1.0 / (FUSION_K + k as f64))
         };
-        let mut ranked: Vec<(f64, PassageRow, Option<u32>)> = best
+        let mut ranked: Vec<(f64, Best, Option<u32>)> = best
             .into_iter()
             .enumerate()
-            .map(|(i, row)| {
-                let k = keyword_rank.get(&row.2).copied();
-                (fused(i, k), row, k)
+            .map(|(i, b)| {
+                let k = keyword_rank.get(&b.content).copied();
+                (fused(i, k), b, k)
             })
             .collect();
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-        ranked.into_iter().map(|(_, row, k)| (row, k)).collect()
+        ranked.into_iter().map(|(_, b, k)| (b, k)).collect()
     }
 }
 
-/// Holds `row` as its document's best passage unless a closer one is held.
-fn keep_best(best: &mut HashMap<i64, PassageRow>, row: PassageRow) {
-    match best.get(&row.2) {
-        Some(held) if held.1 <= row.1 => {}
+/// Holds `passage` as its document's best unless a closer one is held.
+fn keep_best(best: &mut HashMap<i64, Best>, passage: Best) {
+    match best.get(&passage.content) {
+        Some(held) if held.distance <= passage.distance => {}
         _ => {
-            best.insert(row.2, row);
+            best.insert(passage.content, passage);
         }
     }
 }
 
-/// A KNN row: chunk id, distance, content id, heading path (JSON), passage,
-/// page, and the card's key terms (JSON; none without a card).
-type PassageRow = (i64, f32, i64, String, String, Option<u32>, Option<String>);
-
 /// A document's best passage under the heading veto and [`TOPIC_FLOOR`]: its
 /// candidate (with the decision) and its hit; none when no document holds
-/// its content.
+/// its content or its chunk is gone.
 fn judge(
     store: &Store,
     query_terms: &HashSet<String>,
     scorer: &ScorerId,
-    row: PassageRow,
+    best: Best,
     keyword_rank: Option<u32>,
 ) -> Result<Option<(Candidate, TopicHit)>> {
-    let (chunk, distance, content, path_json, text, page, key_terms_json) = row;
+    let Best {
+        chunk,
+        distance,
+        content,
+    } = best;
+    let mut passage = store.conn.prepare_cached(
+        "SELECT c.heading_path, c.text, c.page, d.key_terms
+         FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = ?1",
+    )?;
+    // A chunk deleted since the search reads as none.
+    let Some((path_json, text, page, key_terms_json)) = passage
+        .query_row([chunk], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<u32>>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        })
+        .optional()?
+    else {
+        return Ok(None);
+    };
     let locs: Vec<Location> = locations(store, content)?;
     let Some(first) = locs.first().cloned() else {
         return Ok(None);

@@ -4,6 +4,9 @@
 //! the lane's one scale, passage cosine ([`Store::chunk_distances`]), before
 //! the lane judges it.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use super::{Store, vector_blob};
 use crate::error::Result;
 
@@ -42,21 +45,57 @@ fn any_of(terms: &[String]) -> Option<String> {
 /// passages than this.
 pub const COMMON_WORD_PASSAGES: usize = 5_000;
 
+/// Whether each word asked so far is over [`COMMON_WORD_PASSAGES`], held
+/// for one generation of the library's chunks (their count changes only
+/// when the chunks do), so a word is counted once, not on every query.
+#[derive(Default)]
+pub(crate) struct CommonWords(Mutex<Option<(i64, HashMap<String, bool>)>>);
+
+/// Words held at most; past it the held words are forgotten and counted
+/// again as they are asked.
+const COMMON_WORDS_HELD: usize = 100_000;
+
 impl Store {
+    /// Whether `term` (quoted for FTS5) is found in more than
+    /// [`COMMON_WORD_PASSAGES`] passages, counted with a bounded scan once
+    /// per generation of the chunks.
+    fn is_common_word(&self, generation: i64, term: &str) -> Result<bool> {
+        let mut held = crate::fault::lock(&self.common_words.0);
+        if held
+            .as_ref()
+            .is_some_and(|(g, words)| *g != generation || words.len() >= COMMON_WORDS_HELD)
+        {
+            *held = None;
+        }
+        let (_, words) = held.get_or_insert_with(|| (generation, HashMap::new()));
+        if let Some(&common) = words.get(term) {
+            return Ok(common);
+        }
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2)",
+            )?
+            .query_row(
+                rusqlite::params![term, COMMON_WORD_PASSAGES as i64 + 1],
+                |r| r.get(0),
+            )?;
+        let common = n as usize > COMMON_WORD_PASSAGES;
+        words.insert(term.to_string(), common);
+        Ok(common)
+    }
+
     /// The `k` passages whose words best match `text` by BM25, best first.
     /// Words found in more than [`COMMON_WORD_PASSAGES`] passages are left
     /// out.
     pub fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>> {
-        let mut passages = self.conn.prepare_cached(
-            "SELECT count(*) FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2)",
-        )?;
+        // The generation is read before any count, so a change during the
+        // counts leaves them held under an older generation, read again next
+        // time.
+        let generation = self.chunks_generation()?;
         let mut telling = Vec::new();
         for term in match_terms(text) {
-            let n: i64 = passages.query_row(
-                rusqlite::params![term, COMMON_WORD_PASSAGES as i64 + 1],
-                |r| r.get(0),
-            )?;
-            if n as usize <= COMMON_WORD_PASSAGES {
+            if !self.is_common_word(generation, &term)? {
                 telling.push(term);
             }
         }

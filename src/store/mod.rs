@@ -43,6 +43,7 @@ pub struct Store {
     pub(crate) conn: Connection,
     path: PathBuf,
     signs: signs::Slot,
+    common_words: keywords::CommonWords,
 }
 
 static VEC_INIT: Once = Once::new();
@@ -89,6 +90,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             signs: signs::Slot::default(),
+            common_words: keywords::CommonWords::default(),
         };
         schema::migrate(&mut store.conn, path)?;
         Ok(store)

@@ -231,8 +231,9 @@ impl SignIndex {
 
 impl Store {
     /// How many times the library's chunks have changed (schema v8's
-    /// trigger); the bits in memory are read again when it moves.
-    fn chunks_generation(&self) -> Result<i64> {
+    /// trigger); what is held in memory about them (the sign bits, the
+    /// keyword search's common words) is read again when it moves.
+    pub(super) fn chunks_generation(&self) -> Result<i64> {
         Ok(self
             .conn
             .prepare_cached(

@@ -249,6 +249,15 @@ test("the debug pane shows scorer ids, calibration and decisions", async () => {
   assert.match(await (await $t("rerank-scorer")).getText(), /calibrated/);
   assert.match(await pane.getText(), /admitted|below|vetoed/);
   await shot("07-chat-debug");
+  // The topic table's keyword column, below the fold: the sourdough page
+  // shares the query's words, so its row carries a keyword rank.
+  const ranks = await browser.$$('[data-testid="keyword-rank"]');
+  assert.ok(ranks.length > 0, "the topic table lists its candidates");
+  await ranks[0].scrollIntoView({ block: "center" });
+  const texts = [];
+  for (const r of ranks) texts.push(await r.getText());
+  assert.ok(texts.some((t) => /^#\d+$/.test(t)), `a keyword rank among ${texts.join(", ")}`);
+  await shot("07b-chat-debug-topic");
 });
 
 test("markup inside a document is shown as text and never runs", async () => {
