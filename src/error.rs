@@ -177,6 +177,19 @@ pub enum Error {
 
     #[error("{0} already holds a library; choose an empty folder with --dir")]
     LibraryExists(PathBuf),
+
+    #[error("no foreign source is called `{0}`; `carrel source list` shows them")]
+    UnknownSource(String),
+
+    #[error("source `{name}` cannot be enabled: {sentence}. To change it: {change}")]
+    SourceRefused {
+        name: String,
+        sentence: String,
+        change: String,
+    },
+
+    #[error("source `{name}`: {reason}")]
+    SourceUnavailable { name: String, reason: String },
 }
 
 impl Error {

@@ -89,6 +89,9 @@ struct Floors {
     subject_cosine: Sweep,
     subject_rerank: Sweep,
     topic: Sweep,
+    /// The foreign lane's passage floor: the best logit among the passages
+    /// nearest the query, as a foreign collection of them would bring.
+    foreign: Sweep,
 }
 
 impl Default for Floors {
@@ -107,6 +110,10 @@ impl Default for Floors {
                 "topic floor (passage cosine)",
                 topic::TOPIC_FLOOR.value().get(),
             ),
+            foreign: Sweep::new(
+                "foreign passage floor (cross-encoder logit)",
+                crate::foreign::PASSAGE_FLOOR.value().get(),
+            ),
         }
     }
 }
@@ -122,6 +129,7 @@ impl Floors {
         relevant: &HashMap<String, f64>,
         subject: &[CardScores],
         topic: &[PassageScores],
+        foreign: &[(String, f32)],
     ) {
         let is_relevant = |d: &String| relevant.get(d).is_some_and(|g| *g > 0.0);
         let best =
@@ -144,10 +152,13 @@ impl Floors {
                 .filter(|p| p.decision != crate::lanes::Decision::Vetoed)
                 .map(|p| (p.cosine.get(), is_relevant(&p.doc))),
         );
+        // A foreign passage is admitted on its logit alone: the best one.
+        let foreign = best(&mut foreign.iter().map(|(d, l)| (*l, is_relevant(d))));
         for (sweep, judged) in [
             (&mut self.subject_cosine, card),
             (&mut self.subject_rerank, logit),
             (&mut self.topic, passage),
+            (&mut self.foreign, foreign),
         ] {
             sweep.points.push(Judged {
                 score: judged.map(|j| j.0),
@@ -634,6 +645,9 @@ struct Ranked {
     topic_candidates: Vec<PassageScores>,
     /// The subject lane's candidates: corpus id, cosine, logit if reranked.
     subject_candidates: Vec<CardScores>,
+    /// The nearest passages' documents and logits, as the foreign lane
+    /// would score them.
+    foreign_passages: Vec<(String, f32)>,
     bm25_docs: Vec<String>,
 }
 
@@ -740,6 +754,11 @@ impl Tally {
             .map(|p| p.doc.clone())
             .take(CUTOFF)
             .collect();
+        let foreign_passages = lib
+            .passage_logits(&q.text, crate::foreign::POINTS_ASKED)?
+            .into_iter()
+            .filter_map(|(d, l)| Some((doc_ids.get(&d)?.clone(), l)))
+            .collect();
         let started = std::time::Instant::now();
         let bm25_docs = bm25.search(&q.text)?;
         if n > 0 {
@@ -753,6 +772,7 @@ impl Tally {
             dense_docs,
             topic_candidates,
             subject_candidates,
+            foreign_passages,
             bm25_docs,
         })
     }
@@ -773,6 +793,7 @@ impl Tally {
             dense_docs,
             topic_candidates,
             subject_candidates,
+            foreign_passages,
             bm25_docs,
         } = ranked;
         let Tally {
@@ -797,7 +818,13 @@ impl Tally {
         let noise = !qrels.contains_key(&q.id);
         let no_qrels = HashMap::new();
         let rel = qrels.get(&q.id).unwrap_or(&no_qrels);
-        sweeps.judge(noise, rel, &subject_candidates, &topic_candidates);
+        sweeps.judge(
+            noise,
+            rel,
+            &subject_candidates,
+            &topic_candidates,
+            &foreign_passages,
+        );
         if noise {
             subject.noise_leaks += r.subject.has_ready_hits() as usize;
             cosine.noise_leaks += !cosine_docs.is_empty() as usize;
@@ -877,7 +904,12 @@ impl Tally {
             topic_dense: dense,
             topic_losses: losses,
             subject_order: order,
-            floors: vec![sweeps.subject_cosine, sweeps.subject_rerank, sweeps.topic],
+            floors: vec![
+                sweeps.subject_cosine,
+                sweeps.subject_rerank,
+                sweeps.topic,
+                sweeps.foreign,
+            ],
             bm25: base,
             subject_states,
             topic_states,

@@ -10,7 +10,7 @@
 //! order `tests/architecture.rs` checks): the leaves [`score`], [`mention`],
 //! [`words`], `fault`, [`extract`], [`error`], [`paths`] → [`chunk`] →
 //! [`card`] → [`models`] (embed) → [`store`] → [`ingest`] → [`lanes`] →
-//! [`answer`] → [`library`] (the facade) → [`watch`], [`eval`], [`mcp`],
+//! [`foreign`] → [`answer`] → [`library`] (the facade) → [`watch`], [`eval`], [`mcp`],
 //! [`serve`] → [`cli`]; the app is a crate of its own over all of it.
 
 pub mod answer;
@@ -21,6 +21,7 @@ pub mod error;
 pub mod eval;
 pub mod extract;
 pub mod fault;
+pub mod foreign;
 pub mod ingest;
 pub mod kb;
 pub mod lanes;

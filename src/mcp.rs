@@ -407,6 +407,37 @@ impl CarrelMcp {
             .await?;
         to_json(&out)
     }
+
+    #[tool(
+        annotations(read_only_hint = true),
+        description = "The foreign sources of library `kb` (someone else's vector collection, asked \
+        beside the library; may be left out only when one library is served): each with \
+        `skip_reason` (null when retrieval reads it), `status` (the sentence), `change` (where the \
+        condition is changed) and its last use. Enabled is not the same as read: read `status`. \
+        Only a local caller sees them."
+    )]
+    async fn sources(
+        &self,
+        ext: rmcp::model::Extensions,
+        Parameters(args): Parameters<ListArgs>,
+    ) -> Result<String, String> {
+        let grant = self.grant(&ext);
+        if !matches!(grant, Grant::All) {
+            return Err("a library's foreign sources are shown only to a local caller".into());
+        }
+        let out = self
+            .with_library(args.kb, grant, |member, lib| {
+                let cross_encoder = lib.cross_encoder();
+                let views: Vec<crate::foreign::SourceView> = lib
+                    .foreign_sources()?
+                    .iter()
+                    .map(|s| crate::foreign::SourceView::of(s, &cross_encoder))
+                    .collect();
+                Ok(serde_json::json!({ "kb": member.kb(), "owner": member.owner(), "sources": views }))
+            })
+            .await?;
+        to_json(&out)
+    }
 }
 
 #[tool_handler(router = self.tool_router)]

@@ -11,8 +11,8 @@ use std::path::Path;
 /// wires; the shells (`watch`, `eval`, `mcp`, `cli`) over the facade.
 const LAYERS: &[&str] = &[
     "score", "mention", "kb", "words", "fault", "extract", "error", "paths", "chunk", "card",
-    "models", "store", "ingest", "lanes", "answer", "library", "watch", "sweep", "eval", "mcp",
-    "serve", "cli",
+    "models", "store", "ingest", "lanes", "foreign", "answer", "library", "watch", "sweep", "eval",
+    "mcp", "serve", "cli",
 ];
 
 fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

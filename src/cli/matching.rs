@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use super::{Cli, open, print_json};
 use crate::Error;
+use crate::foreign::ask::Elsewhere;
 use crate::lanes::{Candidate, Detail};
 use crate::score::Cosine;
 
@@ -29,16 +30,29 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         explain,
         json,
     } = args;
-    let response = open(cli)?.match_query(query, *top_k)?;
+    let mut library = open(cli)?;
+    let response = library.match_query(query, *top_k)?;
+    // The foreign sources' own list, never sorted with the lanes.
+    let elsewhere = library.ask_elsewhere(query)?;
     if *json {
         let detail = if *explain {
             Detail::Explain
         } else {
             Detail::Hits
         };
-        print_json(&response.view(detail));
+        #[derive(serde::Serialize)]
+        struct WithElsewhere<'a> {
+            #[serde(flatten)]
+            lanes: crate::lanes::MatchView,
+            elsewhere: &'a Elsewhere,
+        }
+        print_json(&WithElsewhere {
+            lanes: response.view(detail),
+            elsewhere: &elsewhere,
+        });
     } else {
         print_match(&response, *explain);
+        print_elsewhere(&elsewhere);
     }
     let looked = |state: &str| state == "ready" || state == "weak";
     Ok(
@@ -183,5 +197,44 @@ fn print_explain(r: &crate::lanes::MatchResponse) {
                 c.title
             );
         }
+    }
+}
+
+/// The foreign sources' hits, under their own heading, and what each source
+/// did; nothing when the library has no foreign source.
+fn print_elsewhere(e: &Elsewhere) {
+    if e.sources.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "ELSEWHERE  foreign sources; admitted at cross-encoder logit >= {:.2} on (query, passage)",
+        crate::foreign::PASSAGE_FLOOR.value().get()
+    );
+    if e.hits.is_empty() {
+        println!("  (no foreign point reached the floor)");
+    }
+    for h in &e.hits {
+        let scope = h
+            .scope
+            .as_ref()
+            .map_or("unscoped".into(), |s| format!("{}={}", s.key, s.value));
+        let mut text: String = h.text.chars().take(120).collect();
+        if text.len() < h.text.len() {
+            text.push('…');
+        }
+        println!(
+            "  {:>6.2}  {} ({scope}) point {}: {}  [{} {:.3}, {}]",
+            h.rerank.get(),
+            h.source,
+            h.point,
+            text.replace('\n', " "),
+            h.metric.as_str(),
+            h.own_score,
+            h.scorer
+        );
+    }
+    for s in &e.sources {
+        println!("  source {}: {}", s.source, s.outcome.describe());
     }
 }

@@ -19,6 +19,7 @@ mod probe;
 mod read;
 mod rm;
 mod serve;
+mod source;
 mod stats;
 mod watch;
 
@@ -110,6 +111,10 @@ enum Command {
     Doctor(doctor::Args),
     /// The libraries on this machine's shelf: list, create, rename, describe, forget
     Kb(kb::Args),
+    /// Foreign sources: someone else's vector collection (Chroma), asked
+    /// beside the library behind six gates and admitted only on the
+    /// cross-encoder's scale
+    Source(source::Args),
 }
 
 /// Runs the subcommand `cli` names; the exit code says whether it did what
@@ -131,6 +136,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Serve(args) => serve::exec(&cli, args),
         Command::Doctor(args) => doctor::exec(&cli, args),
         Command::Kb(args) => kb::exec(&cli, args),
+        Command::Source(args) => source::exec(&cli, args),
     }
 }
 

@@ -15,6 +15,7 @@
 mod chat;
 mod doctor;
 mod documents;
+mod foreign;
 pub mod hub;
 mod ingest;
 pub mod remote;

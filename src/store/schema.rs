@@ -234,6 +234,16 @@ pub(super) const MIGRATIONS: &[&str] = &[
             VALUES (new.id, new.text, new.heading_path);
     END;
     "#,
+    // 12: foreign sources (`crate::foreign`): someone else's vector
+    //    collections, asked beside this library. One JSON record each: what
+    //    was declared, what discovery read, who acknowledged an unscoped
+    //    source and when, and the last use.
+    r#"
+    CREATE TABLE foreign_sources (
+        name   TEXT PRIMARY KEY,
+        source TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -54,7 +54,7 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
     async def test_tools_are_listed_with_their_id_forms(self):
         async with self.session() as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
-            self.assertEqual(set(tools), {"libraries", "search", "read", "cite", "list"})
+            self.assertEqual(set(tools), {"libraries", "search", "read", "cite", "list", "sources"})
             # An agent is told that a lane's tail is not an answer.
             self.assertIn("`below_floor`", tools["search"].description)
             self.assertIn("not an answer", tools["search"].description)
@@ -64,6 +64,17 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
             id_schema = json.dumps(tools["read"].input_schema)
             self.assertIn("integer", id_schema)
             self.assertIn("^[0-9]+$", id_schema)
+
+    async def test_sources_say_whether_each_is_read(self):
+        # This library has no foreign source: an empty list, said as one,
+        # with the library it belongs to (not an error).
+        async with self.session() as s:
+            r = await s.call_tool("sources", {})
+            self.assertFalse(r.is_error, text_of(r))
+            v = json.loads(text_of(r))
+            self.assertEqual((v["kb"], v["sources"]), ("default", []))
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            self.assertIn("Enabled is not the same as read", tools["sources"].description)
 
     async def test_search_keeps_lanes_apart_with_attribution(self):
         async with self.session() as s:

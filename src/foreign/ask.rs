@@ -1,0 +1,220 @@
+//! Asking the foreign sources for one query: each source that
+//! [`skip_reason`] lets through is asked at once, each within its time
+//! budget; the points within the pre-rerank limit (gate 5, in the metric's
+//! direction) are scored by the cross-encoder against the query, and only
+//! those at or above [`PASSAGE_FLOOR`] are admitted, as their own list
+//! ("Elsewhere"), never sorted with the library's lanes.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::{
+    CrossEncoder, Direction, Metric, PASSAGE_FLOOR, POINTS_ASKED, Scope, Source, SourceOutcome,
+    skip_reason,
+};
+use crate::models::Reranker;
+use crate::score::{RerankLogit, ScorerId, ScorerKind};
+
+/// One admitted foreign point.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct ElsewhereHit {
+    pub source: String,
+    pub scope: Option<Scope>,
+    pub point: String,
+    pub text: String,
+    /// The collection's own score, on its own scale, read in `direction`.
+    pub own_score: f32,
+    pub metric: Metric,
+    pub direction: Direction,
+    /// The cross-encoder's logit for (query, text): the scale it was
+    /// admitted on.
+    pub rerank: RerankLogit,
+    #[specta(type = String)]
+    pub scorer: ScorerId,
+}
+
+/// What each source did for this query.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct SourceReport {
+    pub source: String,
+    pub scope: Option<Scope>,
+    pub outcome: SourceOutcome,
+}
+
+/// The foreign sources' answer to one query: the admitted hits, best
+/// logit first, and every source's outcome.
+#[derive(Debug, Clone, Default, Serialize, specta::Type)]
+pub struct Elsewhere {
+    pub hits: Vec<ElsewhereHit>,
+    pub sources: Vec<SourceReport>,
+    /// The floor the hits cleared, and what it was calibrated on.
+    pub floor: Option<RerankLogit>,
+}
+
+/// A source's points before the cross-encoder: asked, then filtered by gate 5.
+struct Asked {
+    source: usize,
+    returned: u32,
+    points: Vec<(String, String, f32)>,
+    ms: f64,
+}
+
+/// Asks `sources` for `query`. The cross-encoder is loaded only when some
+/// source answers with a point to score; a failure to load or run it makes
+/// every source that answered `unavailable`, with the reason.
+pub fn ask<'r>(
+    sources: &[Source],
+    cross_encoder: &CrossEncoder,
+    query: &str,
+    vector: &[f32],
+    budget: Duration,
+    reranker: impl FnOnce() -> Result<&'r mut dyn Reranker, String>,
+) -> Elsewhere {
+    let mut outcomes: Vec<Option<SourceOutcome>> = sources
+        .iter()
+        .map(|s| skip_reason(s, cross_encoder).map(|reason| SourceOutcome::Skipped { reason }))
+        .collect();
+    let asked: Vec<Result<Asked, (usize, String)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sources
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| outcomes[*i].is_none())
+            .map(|(i, source)| scope.spawn(move || ask_one(i, source, vector, budget)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err((usize::MAX, "asking the source panicked".into())))
+            })
+            .collect()
+    });
+    let mut read = Vec::new();
+    for a in asked {
+        match a {
+            Ok(a) => read.push(a),
+            Err((i, reason)) if i < sources.len() => {
+                outcomes[i] = Some(SourceOutcome::Unavailable { reason })
+            }
+            Err((_, reason)) => tracing::error!(%reason, "a foreign source"),
+        }
+    }
+    let mut hits = Vec::new();
+    let texts: Vec<&str> = read
+        .iter()
+        .flat_map(|a| a.points.iter().map(|(_, t, _)| t.as_str()))
+        .collect();
+    let scored = if texts.is_empty() {
+        Ok((Vec::new(), None))
+    } else {
+        reranker().and_then(|r| {
+            let id = r.model_id().to_string();
+            r.rerank(query, &texts)
+                .map(|s| (s, Some(id)))
+                .map_err(|e| format!("the cross-encoder failed: {e}"))
+        })
+    };
+    match scored {
+        Ok((logits, model)) => {
+            let mut logits = logits.into_iter();
+            for a in read {
+                let source = &sources[a.source];
+                let direction = source.at.direction(source.declared.metric);
+                let within_limit = a.points.len() as u32;
+                let mut admitted = 0;
+                for (point, text, own) in a.points {
+                    let logit = RerankLogit::new(logits.next().unwrap_or(f32::NAN));
+                    if PASSAGE_FLOOR.admits(logit) {
+                        admitted += 1;
+                        hits.push(ElsewhereHit {
+                            source: source.name.clone(),
+                            scope: source.declared.scope.clone(),
+                            point,
+                            text,
+                            own_score: own,
+                            metric: source.declared.metric,
+                            direction,
+                            rerank: logit,
+                            scorer: ScorerId {
+                                kind: ScorerKind::CrossEncoder,
+                                model: model.clone().unwrap_or_default(),
+                            },
+                        });
+                    }
+                }
+                outcomes[a.source] = Some(SourceOutcome::Read {
+                    returned: a.returned,
+                    within_limit,
+                    admitted,
+                    ms: a.ms,
+                });
+            }
+        }
+        Err(reason) => {
+            tracing::warn!(%reason, "foreign sources answered, but nothing could be ranked");
+            for a in read {
+                outcomes[a.source] = Some(SourceOutcome::Unavailable {
+                    reason: reason.clone(),
+                });
+            }
+        }
+    }
+    hits.sort_by(|a, b| b.rerank.get().total_cmp(&a.rerank.get()));
+    Elsewhere {
+        hits,
+        sources: sources
+            .iter()
+            .zip(outcomes)
+            .map(|(s, o)| SourceReport {
+                source: s.name.clone(),
+                scope: s.declared.scope.clone(),
+                outcome: o.unwrap_or(SourceOutcome::Unavailable {
+                    reason: "not asked".into(),
+                }),
+            })
+            .collect(),
+        floor: (!sources.is_empty()).then(|| PASSAGE_FLOOR.value()),
+    }
+}
+
+/// Asks one source within `budget`; keeps the points within its limit that
+/// carry text.
+fn ask_one(
+    i: usize,
+    source: &Source,
+    vector: &[f32],
+    budget: Duration,
+) -> Result<Asked, (usize, String)> {
+    let started = Instant::now();
+    let text_key = source.declared.text_key.as_deref().unwrap_or_default();
+    let points = source
+        .at
+        .collection()
+        .query(
+            vector,
+            POINTS_ASKED,
+            source.declared.scope.as_ref(),
+            text_key,
+            budget,
+        )
+        .map_err(|e| (i, e))?;
+    let direction = source.at.direction(source.declared.metric);
+    let returned = points.len() as u32;
+    let points = points
+        .into_iter()
+        .filter(|p| {
+            source
+                .declared
+                .limit
+                .is_none_or(|limit| direction.within(p.distance, limit))
+        })
+        .filter_map(|p| Some((p.id, p.text?, p.distance)))
+        .collect();
+    Ok(Asked {
+        source: i,
+        returned,
+        points,
+        ms: started.elapsed().as_secs_f64() * 1000.0,
+    })
+}
