@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test models lint eval bench bench-scale bench-mcp fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
+.PHONY: run test models lint eval bench bench-scale bench-mcp bench-foreign fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 APP := $(BIN)/debug/carrel-app
@@ -76,7 +76,7 @@ ui-test: ui-mock
 ## Real-window journeys: tauri-driver + WebKitWebDriver under Xvfb, real
 ## engine and models; screenshots in $(BIN)/e2e-screens.
 e2e: app
-	cd ui && CARREL_APP_BIN=$(abspath $(APP)) TAURI_DRIVER=$(abspath $(TOOLS))/tauri-driver \
+	chroma=$$(./tools/setup-chroma.sh) && cd ui && CARREL_CHROMA="$$chroma" CARREL_APP_BIN=$(abspath $(APP)) TAURI_DRIVER=$(abspath $(TOOLS))/tauri-driver \
 	  CARREL_SCREENSHOTS=$(abspath $(BIN))/e2e-screens \
 	  timeout 900 xvfb-run -a -s "-screen 0 1400x900x24" npm run test:e2e
 
@@ -107,6 +107,15 @@ bench: models
 	./bench/fetch-corpus.sh
 	$(CARGO) build --release --bin carrel-bench
 	$(BIN)/release/carrel-bench bench/data --json bench/latest.json
+
+## Foreign sources with a real Chroma server (bench/foreign.py): fixtures/labelled
+## split between a local library and a Chroma collection, nDCG@10 of the local
+## topic lane alone and followed by Elsewhere, foreign noise admitted, and the
+## added query latency with 1, 2 and 4 sources.
+bench-foreign: models
+	$(CARGO) build --release --bin carrel
+	chroma=$$(./tools/setup-chroma.sh) && \
+	  "$$(dirname "$$chroma")/python" bench/foreign.py $(BIN)/release/carrel "$$chroma" fixtures/labelled $(BIN)/bench-foreign
 
 ## MCP round trip of `search` on a 1,000-document library (Cranfield), with
 ## the real Python MCP client over stdio and over HTTP (`carrel serve`) in one

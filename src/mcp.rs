@@ -427,13 +427,9 @@ impl CarrelMcp {
         }
         let out = self
             .with_library(args.kb, grant, |member, lib| {
-                let cross_encoder = lib.cross_encoder();
-                let views: Vec<crate::foreign::SourceView> = lib
-                    .foreign_sources()?
-                    .iter()
-                    .map(|s| crate::foreign::SourceView::of(s, &cross_encoder))
-                    .collect();
-                Ok(serde_json::json!({ "kb": member.kb(), "owner": member.owner(), "sources": views }))
+                Ok(serde_json::json!({
+                    "kb": member.kb(), "owner": member.owner(), "sources": lib.foreign_source_views()?,
+                }))
             })
             .await?;
         to_json(&out)

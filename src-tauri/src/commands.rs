@@ -3,6 +3,7 @@
 
 use carrel::answer::history::ChatTurn;
 use carrel::answer::{self, Answer, Answerer, MentionOption};
+use carrel::foreign::{self, Declared, Kind, Metric, Scope, SourceView};
 use carrel::ingest::{AddReport, Progress};
 use carrel::lanes::{Detail, MatchView};
 use carrel::library::Listed;
@@ -396,4 +397,182 @@ pub async fn watcher_health(state: State<'_, AppState>) -> Result<WatcherHealth>
 pub async fn restart_watcher(app: AppHandle, state: State<'_, AppState>) -> Result<WatcherHealth> {
     crate::spawn_watcher(&app);
     Ok(state.watcher_health())
+}
+
+/// The foreign sources as the Sources screen shows them, and a sentence
+/// about what the last action did (a schema that could not be read, a
+/// connection test's answer).
+#[derive(Debug, Serialize, specta::Type)]
+pub struct SourcesNow {
+    pub sources: Vec<SourceView>,
+    pub note: Option<String>,
+    /// The pre-rerank field's label for a new Chroma source.
+    pub new_limit_label: String,
+}
+
+/// A Chroma collection as the Sources screen's form declares it.
+#[derive(Debug, serde::Deserialize, specta::Type)]
+pub struct SourceInput {
+    pub name: String,
+    pub url: String,
+    pub collection: String,
+    pub tenant: Option<String>,
+    pub database: Option<String>,
+    pub metric: Metric,
+    pub dimensions: u32,
+    pub text_key: Option<String>,
+    pub scope_key: Option<String>,
+    pub scope_value: Option<String>,
+    pub limit: Option<f32>,
+}
+
+fn sources_now(l: &Library, note: Option<String>) -> carrel::Result<SourcesNow> {
+    Ok(SourcesNow {
+        sources: l.foreign_source_views()?,
+        note,
+        new_limit_label: foreign::CHROMA_DIRECTION.limit_label().to_string(),
+    })
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn list_foreign_sources(state: State<'_, AppState>) -> Result<SourcesNow> {
+    with_library(&state, |l| sources_now(l, None)).await
+}
+
+/// Declares a source or changes one; its schema is read on save.
+#[tauri::command]
+#[specta::specta]
+pub async fn declare_foreign_source(
+    state: State<'_, AppState>,
+    input: SourceInput,
+) -> Result<SourcesNow> {
+    let text = |s: Option<String>| s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let name = input.name.trim().to_string();
+    if name.is_empty() || input.url.trim().is_empty() || input.collection.trim().is_empty() {
+        return Err(AppError::new(
+            ErrorKind::BadInput,
+            "a source needs a name, the Chroma server's URL and the collection's name",
+        ));
+    }
+    let scope = match (text(input.scope_key), text(input.scope_value)) {
+        (Some(key), Some(value)) => Some(Scope { key, value }),
+        (None, None) => None,
+        _ => {
+            return Err(AppError::new(
+                ErrorKind::BadInput,
+                "a scope needs both its key and the value points must carry",
+            ));
+        }
+    };
+    let at = Kind::Chroma {
+        url: input.url.trim().to_string(),
+        tenant: text(input.tenant).unwrap_or_else(|| "default_tenant".into()),
+        database: text(input.database).unwrap_or_else(|| "default_database".into()),
+        collection: input.collection.trim().to_string(),
+    };
+    let declared = Declared {
+        metric: input.metric,
+        dimensions: input.dimensions,
+        text_key: text(input.text_key),
+        scope,
+        limit: input.limit,
+        embedder: foreign::EMBEDDER.to_string(),
+    };
+    with_library(&state, move |l| {
+        let failure = l.declare_foreign_source(&name, at, declared)?;
+        sources_now(
+            l,
+            failure.map(|r| format!("Saved, but its schema could not be read: {r}")),
+        )
+    })
+    .await
+}
+
+/// Whether the server answers and holds the collection, as a sentence.
+#[tauri::command]
+#[specta::specta]
+pub async fn test_foreign_source(state: State<'_, AppState>, name: String) -> Result<SourcesNow> {
+    with_library(&state, move |l| {
+        let note = match l.test_foreign_source(&name)? {
+            Ok(()) => format!("{name}: the server answers and holds the collection."),
+            Err(reason) => format!("{name}: {reason}"),
+        };
+        sources_now(l, Some(note))
+    })
+    .await
+}
+
+/// Reads the collection's real metric, dimensions and payload keys.
+#[tauri::command]
+#[specta::specta]
+pub async fn discover_foreign_source(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<SourcesNow> {
+    with_library(&state, move |l| {
+        l.discover_foreign_source(&name)?;
+        sources_now(l, Some(format!("{name}: schema read.")))
+    })
+    .await
+}
+
+/// Takes what discovery read as the declaration.
+#[tauri::command]
+#[specta::specta]
+pub async fn adopt_foreign_source(state: State<'_, AppState>, name: String) -> Result<SourcesNow> {
+    with_library(&state, move |l| {
+        let note = if l.adopt_foreign_source(&name)? {
+            format!("{name}: the values discovery read are now its declaration.")
+        } else {
+            format!("{name}: nothing has been read to adopt yet; read its schema first.")
+        };
+        sources_now(l, Some(note))
+    })
+    .await
+}
+
+/// Records who accepts that an unscoped source may return any point.
+#[tauri::command]
+#[specta::specta]
+pub async fn acknowledge_foreign_source(
+    state: State<'_, AppState>,
+    name: String,
+    by: String,
+) -> Result<SourcesNow> {
+    with_library(&state, move |l| {
+        let ack = l.acknowledge_foreign_source(&name, &by)?;
+        sources_now(l, Some(format!("{} accepted: {}", ack.by, ack.sentence)))
+    })
+    .await
+}
+
+/// Turns a source on (refused with the reason when it cannot be read
+/// usefully or safely) or off.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_foreign_source_enabled(
+    state: State<'_, AppState>,
+    name: String,
+    enabled: bool,
+) -> Result<SourcesNow> {
+    with_library(&state, move |l| {
+        l.set_foreign_source_enabled(&name, enabled)?;
+        sources_now(l, None)
+    })
+    .await
+}
+
+/// Forgets a source; its collection is not touched.
+#[tauri::command]
+#[specta::specta]
+pub async fn remove_foreign_source(state: State<'_, AppState>, name: String) -> Result<SourcesNow> {
+    with_library(&state, move |l| {
+        l.remove_foreign_source(&name)?;
+        sources_now(
+            l,
+            Some(format!("Forgot {name}; its collection is untouched.")),
+        )
+    })
+    .await
 }

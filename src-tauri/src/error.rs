@@ -39,8 +39,13 @@ impl From<carrel::Error> for AppError {
     fn from(e: carrel::Error) -> Self {
         use carrel::Error as E;
         let kind = match &e {
-            E::UnknownDocument(_) | E::UnknownWatch(_) | E::MissingSource(_) => ErrorKind::NotFound,
-            E::NotAFolder(_) | E::BadPattern(..) | E::Mention(_) => ErrorKind::BadInput,
+            E::UnknownDocument(_)
+            | E::UnknownWatch(_)
+            | E::MissingSource(_)
+            | E::UnknownSource(_) => ErrorKind::NotFound,
+            E::NotAFolder(_) | E::BadPattern(..) | E::Mention(_) | E::SourceRefused { .. } => {
+                ErrorKind::BadInput
+            }
             E::ModelMissing { .. }
             | E::ModelChecksum { .. }
             | E::Runtime { .. }

@@ -57,6 +57,14 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::settings_problem,
             commands::watcher_health,
             commands::restart_watcher,
+            commands::list_foreign_sources,
+            commands::declare_foreign_source,
+            commands::test_foreign_source,
+            commands::discover_foreign_source,
+            commands::adopt_foreign_source,
+            commands::acknowledge_foreign_source,
+            commands::set_foreign_source_enabled,
+            commands::remove_foreign_source,
         ])
         .events(collect_events![
             LibraryChanged,

@@ -6,10 +6,7 @@ use std::process::ExitCode;
 
 use super::{Cli, ago, open, print_json};
 use crate::Error;
-use crate::foreign::{
-    self, Acknowledgement, CrossEncoder, Declared, Kind, Metric, Scope, SkipReason, Source,
-    SourceView,
-};
+use crate::foreign::{self, Declared, Kind, Metric, Scope, SourceView};
 
 /// The arguments of `carrel source`: one of its subcommands.
 #[derive(clap::Args)]
@@ -119,49 +116,24 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 limit: a.limit,
                 embedder: a.embedder.clone(),
             };
-            // A change keeps what was recorded: enabled, the acknowledgement
-            // (only while the source stays unscoped) and the last use.
-            let source = match library.foreign_source(&a.name) {
-                Ok(mut old) => {
-                    old.at = at;
-                    if declared.scope.is_some() {
-                        old.acknowledgement = None;
-                    }
-                    old.declared = declared;
-                    old
-                }
-                Err(Error::UnknownSource(_)) => Source {
-                    name: a.name.clone(),
-                    at,
-                    declared,
-                    enabled: false,
-                    discovery: None,
-                    acknowledgement: None,
-                    last_used: None,
-                },
-                Err(e) => return Err(e),
-            };
-            let failure = library.save_foreign_source(source)?;
+            let failure = library.declare_foreign_source(&a.name, at, declared)?;
             println!("saved source {}", a.name);
             if let Some(reason) = failure {
                 println!("  its schema could not be read: {reason}");
             }
-            print_status(&library.foreign_source(&a.name)?, &library.cross_encoder());
+            print_status(&library.foreign_source_view(&a.name)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Test { name } => {
-            let source = library.foreign_source(name)?;
-            match source.at.collection().test(foreign::DEFAULT_BUDGET * 4) {
-                Ok(()) => {
-                    println!("{name}: the server answers and holds the collection");
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(reason) => {
-                    println!("{name}: {reason}");
-                    Ok(ExitCode::FAILURE)
-                }
+        Command::Test { name } => match library.test_foreign_source(name)? {
+            Ok(()) => {
+                println!("{name}: the server answers and holds the collection");
+                Ok(ExitCode::SUCCESS)
             }
-        }
+            Err(reason) => {
+                println!("{name}: {reason}");
+                Ok(ExitCode::FAILURE)
+            }
+        },
         Command::Discover { name } => {
             let found = library.discover_foreign_source(name)?;
             println!(
@@ -173,62 +145,43 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 found.keys.join(", "),
                 found.points
             );
-            print_status(&library.foreign_source(name)?, &library.cross_encoder());
+            print_status(&library.foreign_source_view(name)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Adopt { name } => {
-            let mut source = library.foreign_source(name)?;
-            if !foreign::adopt(&mut source) {
+            if !library.adopt_foreign_source(name)? {
                 println!("{name}: nothing read to adopt; `carrel source discover {name}` reads it");
                 return Ok(ExitCode::FAILURE);
             }
-            library.save_foreign_source(source)?;
             println!("{name}: adopted what discovery read");
-            print_status(&library.foreign_source(name)?, &library.cross_encoder());
+            print_status(&library.foreign_source_view(name)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Acknowledge { name, by } => {
-            let mut source = library.foreign_source(name)?;
-            let sentence = foreign::unscoped_sentence(name);
-            source.acknowledgement = Some(Acknowledgement {
-                by: by.clone(),
-                at: crate::store::now(),
-                sentence: sentence.clone(),
-            });
-            library.save_foreign_source(source)?;
-            println!("{by} accepted: {sentence}");
+            let ack = library.acknowledge_foreign_source(name, by)?;
+            println!("{} accepted: {}", ack.by, ack.sentence);
             Ok(ExitCode::SUCCESS)
         }
         Command::Enable { name } => {
-            let mut source = library.foreign_source(name)?;
-            foreign::enable(&mut source).map_err(|reason| refused(name, &reason))?;
-            library.save_foreign_source(source)?;
-            print_status(&library.foreign_source(name)?, &library.cross_encoder());
+            library.set_foreign_source_enabled(name, true)?;
+            print_status(&library.foreign_source_view(name)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Disable { name } => {
-            let mut source = library.foreign_source(name)?;
-            source.enabled = false;
-            library.save_foreign_source(source)?;
+            library.set_foreign_source_enabled(name, false)?;
             println!("{name}: disabled");
             Ok(ExitCode::SUCCESS)
         }
         Command::List { json } => {
-            let cross_encoder = library.cross_encoder();
-            let sources = library.foreign_sources()?;
+            let views = library.foreign_source_views()?;
             if *json {
-                let rows: Vec<SourceView> = sources
-                    .iter()
-                    .map(|s| SourceView::of(s, &cross_encoder))
-                    .collect();
-                print_json(&rows);
-            } else if sources.is_empty() {
+                print_json(&views);
+            } else if views.is_empty() {
                 println!(
                     "no foreign sources; `carrel source add NAME --chroma URL --collection C` declares one"
                 );
-            }
-            for s in sources.iter().filter(|_| !json) {
-                print_status(s, &cross_encoder);
+            } else {
+                views.iter().for_each(print_status);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -240,21 +193,16 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     }
 }
 
-fn refused(name: &str, reason: &SkipReason) -> Error {
-    Error::SourceRefused {
-        name: name.to_string(),
-        sentence: reason.sentence(),
-        change: reason.where_to_change(name),
-    }
-}
-
-fn print_status(source: &Source, cross_encoder: &CrossEncoder) {
+/// A source as `carrel source list` prints it: its status and where to
+/// change it come from the one [`SourceView`].
+fn print_status(view: &SourceView) {
     let SourceView {
+        source,
         status,
         change,
         limit_label,
         ..
-    } = SourceView::of(source, cross_encoder);
+    } = view;
     let d = &source.declared;
     println!(
         "{}  {}  {}",

@@ -48,8 +48,10 @@ pub struct SourceReport {
 pub struct Elsewhere {
     pub hits: Vec<ElsewhereHit>,
     pub sources: Vec<SourceReport>,
-    /// The floor the hits cleared, and what it was calibrated on.
+    /// The floor the hits cleared; none when there is no source.
     pub floor: Option<RerankLogit>,
+    /// Wall time of asking every source and ranking their points (ms).
+    pub ms: f64,
 }
 
 /// A source's points before the cross-encoder: asked, then filtered by gate 5.
@@ -71,33 +73,36 @@ pub fn ask<'r>(
     budget: Duration,
     reranker: impl FnOnce() -> Result<&'r mut dyn Reranker, String>,
 ) -> Elsewhere {
+    let started = Instant::now();
     let mut outcomes: Vec<Option<SourceOutcome>> = sources
         .iter()
         .map(|s| skip_reason(s, cross_encoder).map(|reason| SourceOutcome::Skipped { reason }))
         .collect();
-    let asked: Vec<Result<Asked, (usize, String)>> = std::thread::scope(|scope| {
+    let asked: Vec<(usize, Result<Asked, String>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = sources
             .iter()
             .enumerate()
             .filter(|(i, _)| outcomes[*i].is_none())
-            .map(|(i, source)| scope.spawn(move || ask_one(i, source, vector, budget)))
+            .map(|(i, source)| (i, scope.spawn(move || ask_one(i, source, vector, budget))))
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err((usize::MAX, "asking the source panicked".into())))
+            .map(|(i, h)| {
+                let asked = h
+                    .join()
+                    .unwrap_or_else(|_| Err("asking the source panicked".into()));
+                (i, asked)
             })
             .collect()
     });
     let mut read = Vec::new();
-    for a in asked {
+    for (i, a) in asked {
         match a {
             Ok(a) => read.push(a),
-            Err((i, reason)) if i < sources.len() => {
+            Err(reason) => {
+                tracing::warn!(source = %sources[i].name, %reason, "a foreign source is unavailable");
                 outcomes[i] = Some(SourceOutcome::Unavailable { reason })
             }
-            Err((_, reason)) => tracing::error!(%reason, "a foreign source"),
         }
     }
     let mut hits = Vec::new();
@@ -175,30 +180,23 @@ pub fn ask<'r>(
             })
             .collect(),
         floor: (!sources.is_empty()).then(|| PASSAGE_FLOOR.value()),
+        ms: started.elapsed().as_secs_f64() * 1000.0,
     }
 }
 
 /// Asks one source within `budget`; keeps the points within its limit that
 /// carry text.
-fn ask_one(
-    i: usize,
-    source: &Source,
-    vector: &[f32],
-    budget: Duration,
-) -> Result<Asked, (usize, String)> {
+fn ask_one(i: usize, source: &Source, vector: &[f32], budget: Duration) -> Result<Asked, String> {
     let started = Instant::now();
     let text_key = source.declared.text_key.as_deref().unwrap_or_default();
-    let points = source
-        .at
-        .collection()
-        .query(
-            vector,
-            POINTS_ASKED,
-            source.declared.scope.as_ref(),
-            text_key,
-            budget,
-        )
-        .map_err(|e| (i, e))?;
+    let points = source.at.collection().query(
+        vector,
+        POINTS_ASKED,
+        source.declared.scope.as_ref(),
+        text_key,
+        source.declared.metric,
+        budget,
+    )?;
     let direction = source.at.direction(source.declared.metric);
     let returned = points.len() as u32;
     let points = points

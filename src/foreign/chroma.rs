@@ -2,7 +2,7 @@
 //! (the collection's real metric and dimensions, and the payload keys of a
 //! sample of its points), and a nearest-vector query.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -42,6 +42,15 @@ fn client(budget: Duration) -> Result<reqwest::blocking::Client, Failure> {
         .map_err(|e| format!("no HTTP client: {e}"))
 }
 
+/// The time left before `deadline`, or the failure when none is.
+fn left(deadline: Instant) -> Result<Duration, Failure> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err("the server did not answer in time".into());
+    }
+    Ok(left)
+}
+
 fn read(response: reqwest::Result<reqwest::blocking::Response>) -> Result<Value, Failure> {
     let response = response.map_err(|e| {
         if e.is_timeout() {
@@ -78,23 +87,30 @@ impl Collection<'_> {
 
     /// The server answers its heartbeat and knows the collection.
     pub fn test(&self, budget: Duration) -> Result<(), Failure> {
+        let deadline = Instant::now() + budget;
         let http = client(budget)?;
         read(
             http.get(format!(
                 "{}/api/v2/heartbeat",
                 self.url.trim_end_matches('/')
             ))
+            .timeout(left(deadline)?)
             .send(),
         )?;
-        self.describe(&http).map(|_| ())
+        self.describe(&http, deadline).map(|_| ())
     }
 
     /// The collection's record: id, metric, dimensions.
     fn describe(
         &self,
         http: &reqwest::blocking::Client,
+        deadline: Instant,
     ) -> Result<(String, Metric, Option<u32>), Failure> {
-        let found = read(http.get(format!("{}/{}", self.base(), self.name)).send())?;
+        let found = read(
+            http.get(format!("{}/{}", self.base(), self.name))
+                .timeout(left(deadline)?)
+                .send(),
+        )?;
         let id = found
             .get("id")
             .and_then(Value::as_str)
@@ -119,11 +135,13 @@ impl Collection<'_> {
     /// Reads what the collection really is: its metric, its dimensions and
     /// the payload keys on a sample of its points.
     pub fn discover(&self, budget: Duration) -> Result<Discovery, Failure> {
+        let deadline = Instant::now() + budget;
         let http = client(budget)?;
-        let (id, metric, dimensions) = self.describe(&http)?;
+        let (id, metric, dimensions) = self.describe(&http, deadline)?;
         let sample = read(
             http.post(format!("{}/{id}/get", self.base()))
                 .json(&json!({"limit": SAMPLED_POINTS, "include": ["documents", "metadatas"]}))
+                .timeout(left(deadline)?)
                 .send(),
         )?;
         let mut keys = std::collections::BTreeSet::new();
@@ -155,17 +173,28 @@ impl Collection<'_> {
     }
 
     /// The `n` points nearest `vector`, within `scope`, each with its text
-    /// under `text_key`.
+    /// under `text_key`, all within `budget`. The collection is described
+    /// first (its id), and a metric that is no longer `metric` fails the
+    /// query: its distances would be read the wrong way.
     pub fn query(
         &self,
         vector: &[f32],
         n: usize,
         scope: Option<&Scope>,
         text_key: &str,
+        metric: Metric,
         budget: Duration,
     ) -> Result<Vec<Point>, Failure> {
+        let deadline = Instant::now() + budget;
         let http = client(budget)?;
-        let (id, _, _) = self.describe(&http)?;
+        let (id, found, _) = self.describe(&http, deadline)?;
+        if found != metric {
+            return Err(format!(
+                "the collection now measures {}, not {}; read its schema again",
+                found.as_str(),
+                metric.as_str()
+            ));
+        }
         let mut ask = json!({
             "query_embeddings": [vector],
             "n_results": n,
@@ -177,6 +206,7 @@ impl Collection<'_> {
         let found = read(
             http.post(format!("{}/{id}/query", self.base()))
                 .json(&ask)
+                .timeout(left(deadline)?)
                 .send(),
         )?;
         let first = |key: &str| -> Vec<Value> {

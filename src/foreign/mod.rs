@@ -129,13 +129,16 @@ pub enum Kind {
     },
 }
 
+/// Chroma answers a distance for every metric (cosine: 1 − cosine; l2:
+/// squared distance; ip: 1 − dot).
+pub const CHROMA_DIRECTION: Direction = Direction::LowerIsCloser;
+
 impl Kind {
-    /// Chroma answers a distance for every metric (cosine: 1 − cosine; l2:
-    /// squared distance; ip: 1 − dot). Qdrant would answer a similarity for
-    /// cosine and dot and a distance for euclidean.
+    /// Which way this source's scores read under `metric`. (Qdrant would
+    /// answer a similarity for cosine and dot and a distance for euclidean.)
     pub fn direction(&self, _metric: Metric) -> Direction {
         match self {
-            Kind::Chroma { .. } => Direction::LowerIsCloser,
+            Kind::Chroma { .. } => CHROMA_DIRECTION,
         }
     }
 
@@ -542,6 +545,9 @@ pub struct SourceView {
     pub change: Option<String>,
     /// The pre-rerank field's label for this source's metric.
     pub limit_label: String,
+    /// For a source with no scope: the exact sentence an acknowledgement
+    /// accepts (and keeps).
+    pub acknowledge_sentence: Option<String>,
 }
 
 impl SourceView {
@@ -564,6 +570,11 @@ impl SourceView {
                 .direction(source.declared.metric)
                 .limit_label()
                 .into(),
+            acknowledge_sentence: source
+                .declared
+                .scope
+                .is_none()
+                .then(|| unscoped_sentence(&source.name)),
         }
     }
 }

@@ -3,7 +3,10 @@
 
 use super::Library;
 use crate::error::{Error, Result};
-use crate::foreign::{self, CrossEncoder, Discovery, LastUse, Source, ask::Elsewhere, saved};
+use crate::foreign::{
+    self, Acknowledgement, CrossEncoder, Declared, Discovery, Kind, LastUse, Source, SourceView,
+    ask::Elsewhere, saved,
+};
 
 impl Library {
     /// Every foreign source, by name.
@@ -30,6 +33,113 @@ impl Library {
         };
         saved::put(&self.store, &source)?;
         Ok(failure)
+    }
+
+    /// Every foreign source as every surface shows it: with whether
+    /// retrieval reads it, or why not.
+    pub fn foreign_source_views(&self) -> Result<Vec<SourceView>> {
+        let cross_encoder = self.cross_encoder();
+        Ok(self
+            .foreign_sources()?
+            .iter()
+            .map(|s| SourceView::of(s, &cross_encoder))
+            .collect())
+    }
+
+    /// One source as every surface shows it.
+    pub fn foreign_source_view(&self, name: &str) -> Result<SourceView> {
+        Ok(SourceView::of(
+            &self.foreign_source(name)?,
+            &self.cross_encoder(),
+        ))
+    }
+
+    /// Declares a source, or changes one: a change keeps what was recorded
+    /// (enabled, the last use, and the acknowledgement while the source
+    /// stays unscoped; a scope makes it moot). Saving reads the schema
+    /// again; its failure, if any, comes back beside the save.
+    pub fn declare_foreign_source(
+        &mut self,
+        name: &str,
+        at: Kind,
+        declared: Declared,
+    ) -> Result<Option<String>> {
+        let source = match saved::get(&self.store, name)? {
+            Some(mut old) => {
+                if declared.scope.is_some() {
+                    old.acknowledgement = None;
+                }
+                old.at = at;
+                old.declared = declared;
+                old
+            }
+            None => Source {
+                name: name.to_string(),
+                at,
+                declared,
+                enabled: false,
+                discovery: None,
+                acknowledgement: None,
+                last_used: None,
+            },
+        };
+        self.save_foreign_source(source)
+    }
+
+    /// Takes what discovery last read as the declaration; false when it has
+    /// never read anything.
+    pub fn adopt_foreign_source(&mut self, name: &str) -> Result<bool> {
+        let mut source = self.foreign_source(name)?;
+        if !foreign::adopt(&mut source) {
+            return Ok(false);
+        }
+        self.save_foreign_source(source)?;
+        Ok(true)
+    }
+
+    /// Records that `by` accepts that the unscoped source `name` may return
+    /// any of its points: who, when, and the sentence.
+    pub fn acknowledge_foreign_source(&mut self, name: &str, by: &str) -> Result<Acknowledgement> {
+        let mut source = self.foreign_source(name)?;
+        let ack = Acknowledgement {
+            by: by.trim().to_string(),
+            at: crate::store::now(),
+            sentence: foreign::unscoped_sentence(name),
+        };
+        if ack.by.is_empty() {
+            return Err(Error::SourceRefused {
+                name: name.to_string(),
+                sentence: "an acknowledgement needs the name of who accepts it".into(),
+                change: "give your name".into(),
+            });
+        }
+        source.acknowledgement = Some(ack.clone());
+        self.save_foreign_source(source)?;
+        Ok(ack)
+    }
+
+    /// Turns the source on or off; on is refused, with the reason, when it
+    /// has no text key or no scope and no acknowledgement.
+    pub fn set_foreign_source_enabled(&mut self, name: &str, enabled: bool) -> Result<()> {
+        let mut source = self.foreign_source(name)?;
+        if enabled {
+            foreign::enable(&mut source).map_err(|reason| Error::SourceRefused {
+                name: name.to_string(),
+                sentence: reason.sentence(),
+                change: reason.where_to_change(name),
+            })?;
+        } else {
+            source.enabled = false;
+        }
+        self.save_foreign_source(source)?;
+        Ok(())
+    }
+
+    /// Whether the source's server answers and holds its collection: the
+    /// reason when not.
+    pub fn test_foreign_source(&self, name: &str) -> Result<std::result::Result<(), String>> {
+        let source = self.foreign_source(name)?;
+        Ok(source.at.collection().test(foreign::DEFAULT_BUDGET * 4))
     }
 
     /// Reads the collection again and keeps what it read.

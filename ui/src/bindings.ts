@@ -76,6 +76,24 @@ export const commands = {
 	watcherHealth: () => typedError<WatcherHealth, AppError>(__TAURI_INVOKE("watcher_health")),
 	/**  Starts the watcher again after it stopped on its own. */
 	restartWatcher: () => typedError<WatcherHealth, AppError>(__TAURI_INVOKE("restart_watcher")),
+	listForeignSources: () => typedError<SourcesNow, AppError>(__TAURI_INVOKE("list_foreign_sources")),
+	/**  Declares a source or changes one; its schema is read on save. */
+	declareForeignSource: (input: SourceInput) => typedError<SourcesNow, AppError>(__TAURI_INVOKE("declare_foreign_source", { input })),
+	/**  Whether the server answers and holds the collection, as a sentence. */
+	testForeignSource: (name: string) => typedError<SourcesNow, AppError>(__TAURI_INVOKE("test_foreign_source", { name })),
+	/**  Reads the collection's real metric, dimensions and payload keys. */
+	discoverForeignSource: (name: string) => typedError<SourcesNow, AppError>(__TAURI_INVOKE("discover_foreign_source", { name })),
+	/**  Takes what discovery read as the declaration. */
+	adoptForeignSource: (name: string) => typedError<SourcesNow, AppError>(__TAURI_INVOKE("adopt_foreign_source", { name })),
+	/**  Records who accepts that an unscoped source may return any point. */
+	acknowledgeForeignSource: (name: string, by: string) => typedError<SourcesNow, AppError>(__TAURI_INVOKE("acknowledge_foreign_source", { name, by })),
+	/**
+	 *  Turns a source on (refused with the reason when it cannot be read
+	 *  usefully or safely) or off.
+	 */
+	setForeignSourceEnabled: (name: string, enabled: boolean) => typedError<SourcesNow, AppError>(__TAURI_INVOKE("set_foreign_source_enabled", { name, enabled })),
+	/**  Forgets a source; its collection is not touched. */
+	removeForeignSource: (name: string) => typedError<SourcesNow, AppError>(__TAURI_INVOKE("remove_foreign_source", { name })),
 };
 
 /** Events */
@@ -87,6 +105,16 @@ export const events = {
 };
 
 /* Types */
+/**
+ *  Who accepted that an unscoped source may return any of its points, when,
+ *  and the sentence they accepted.
+ */
+export type Acknowledgement = {
+	by: string,
+	at: number,
+	sentence: string,
+};
+
 export type AddReport = {
 	added: number,
 	unchanged: number,
@@ -231,6 +259,39 @@ export type Decision = "admitted" |
 "vetoed" | 
 /**  Eligible, but the cross-encoder could not run: suppressed. */
 "reranker_unavailable";
+
+/**  What someone declared about a source. */
+export type Declared = {
+	metric: Metric,
+	dimensions: number,
+	/**
+	 *  The payload key that holds each point's text (`#document` for
+	 *  Chroma's own documents).
+	 */
+	text_key: string | null,
+	scope: Scope | null,
+	/**
+	 *  Gate 5, on the collection's own scale, in its direction; none lets
+	 *  every point asked through to the cross-encoder.
+	 */
+	limit: number | null,
+	/**  The model that made the collection's vectors. */
+	embedder: string,
+};
+
+/**  What discovery read from the collection itself. */
+export type Discovery = {
+	metric: Metric,
+	/**  None while the collection holds no vector. */
+	dimensions: number | null,
+	/**
+	 *  The payload keys found on the points sampled (`#document` when they
+	 *  carry Chroma documents).
+	 */
+	keys: string[],
+	points: number,
+	read_at: number,
+};
 
 /**  The one word a user sees for a document's state. */
 export type DocState = "indexed" | 
@@ -403,6 +464,11 @@ export type Identity = {
  */
 export type Kb = string;
 
+/**  Where a source lives. Each kind says which way its scores read. */
+export type Kind = 
+/**  A collection on a Chroma server, over its HTTP API (v2). */
+{ kind: "chroma"; url: string; tenant: string; database: string; collection: string };
+
 /**  A lane's state, as the UI and JSON name it. */
 export type LaneState = "ready" | "weak" | "unavailable" | "failed";
 
@@ -417,6 +483,12 @@ export type LaneView<H> = {
 	 *  could not run, or when its weak hits are already the `hits`.
 	 */
 	below_floor: H[],
+};
+
+/**  The last time retrieval came to a source, and what happened. */
+export type LastUse = {
+	at: number,
+	outcome: SourceOutcome,
 };
 
 /**
@@ -509,6 +581,13 @@ export type Mentioned = {
 	kb?: Kb | null,
 };
 
+/**  A collection's distance function, as its store names it. */
+export type Metric = "cosine" | 
+/**  Squared Euclidean (Chroma's `l2`). */
+"l2" | 
+/**  Inner product (Chroma's `ip`). */
+"inner_product";
+
 export type Outcome = { state: "answered"; statements: Statement[]; check: CheckSummary } | 
 /**  Nothing to answer from; the reason says why and what to do. */
 { state: "no_context"; reason: string } | 
@@ -599,6 +678,22 @@ export type RouteStep = {
 	ms: number | null,
 } & RouteState;
 
+/**  Why the declaration and the collection disagree. */
+export type SchemaError = { error: "never_read" } | { error: "metric"; declared: Metric; found: Metric } | { error: "dimensions"; declared: number; found: number } | 
+/**  The declared embedder is not one Carrel can run for the query. */
+{ error: "embedder"; declared: string } | 
+/**  The declared dimensions are not the embedder's. */
+{ error: "embedder_dimensions"; declared: number; embedder: number };
+
+/**
+ *  Which points of a collection a source may return: those whose payload
+ *  `key` equals `value` (one client, one project).
+ */
+export type Scope = {
+	key: string,
+	value: string,
+};
+
 /**
  *  How the topic lane found its nearest chunks: shown in the debug pane and
  *  by `carrel match --explain`, and reported by the scaling bench. Either
@@ -685,10 +780,99 @@ export type Shown = {
 	detail: string,
 };
 
+/**
+ *  Why retrieval does not read a source. Each has a sentence and a line
+ *  saying where to change it.
+ */
+export type SkipReason = 
+/**  Gate 1. */
+{ gate: "not_enabled" } | 
+/**  Gate 2: no cross-encoder calibrated for passages is installed. */
+{ gate: "no_cross_encoder"; why: string } | 
+/**  Gate 3. */
+{ gate: "schema"; error: SchemaError } | 
+/**  Gate 4: no text key declared. */
+{ gate: "no_text_key" } | 
+/**  Gate 4: the text key is on none of the points discovery read. */
+{ gate: "text_key_absent"; key: string; found: string[] } | 
+/**  Gate 6: no scope, and nobody has accepted that. */
+{ gate: "unscoped" };
+
 /**  An entry a folder scan saw and did not take. */
 export type Skipped = {
 	source: string,
 	reason: string,
+};
+
+/**  A source as saved. */
+export type Source = {
+	name: string,
+	at: Kind,
+	declared: Declared,
+	enabled: boolean,
+	discovery: Discovery | null,
+	acknowledgement: Acknowledgement | null,
+	last_used: LastUse | null,
+};
+
+/**  A Chroma collection as the Sources screen's form declares it. */
+export type SourceInput = {
+	name: string,
+	url: string,
+	collection: string,
+	tenant: string | null,
+	database: string | null,
+	metric: Metric,
+	dimensions: number,
+	text_key: string | null,
+	scope_key: string | null,
+	scope_value: string | null,
+	limit: number | null,
+};
+
+/**  What one query did with one source. */
+export type SourceOutcome = 
+/**  Not asked, for this reason. */
+{ state: "skipped"; reason: SkipReason } | 
+/**
+ *  Asked and answered: points returned, within the pre-rerank limit, and
+ *  admitted past the passage floor.
+ */
+{ state: "read"; returned: number; within_limit: number; admitted: number; ms: number | null } | 
+/**  Asked, and it did not answer in time, or failed. */
+{ state: "unavailable"; reason: string };
+
+/**
+ *  A source with the one answer to whether retrieval reads it, as the CLI
+ *  (`carrel source list --json`), MCP (`sources`) and the app show it:
+ *  every surface renders this value, never its own reading of the gates.
+ */
+export type SourceView = {
+	/**  None: read by retrieval. */
+	skip_reason: SkipReason | null,
+	/**  "read by retrieval", or "skipped: " and the reason's sentence. */
+	status: string,
+	/**  Where the condition is changed, when skipped. */
+	change: string | null,
+	/**  The pre-rerank field's label for this source's metric. */
+	limit_label: string,
+	/**
+	 *  For a source with no scope: the exact sentence an acknowledgement
+	 *  accepts (and keeps).
+	 */
+	acknowledge_sentence: string | null,
+} & Source;
+
+/**
+ *  The foreign sources as the Sources screen shows them, and a sentence
+ *  about what the last action did (a schema that could not be read, a
+ *  connection test's answer).
+ */
+export type SourcesNow = {
+	sources: SourceView[],
+	note: string | null,
+	/**  The pre-rerank field's label for a new Chroma source. */
+	new_limit_label: string,
 };
 
 export type Statement = {

@@ -785,3 +785,57 @@ test("additions go into the library chosen on the shelf, remembered; another lib
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("Settings → Sources shows each source's skip reason as the engine words it, refuses with its sentence, and asks for the exact acknowledgement", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    get_settings: () => ({
+      settings: { library_dir: null, threads: 1, jobs: null, worker_memory_mb: 2048 }, library_dir: "/l",
+      library_from_env: false, models_dir: "/m", answerer: "extractive", version: "0.1.0", default_jobs: 1,
+    }),
+    doctor: () => { throw { kind: "internal", message: "not under test" }; },
+    list_foreign_sources: () => ({
+      new_limit_label: "Maximum distance",
+      note: null,
+      sources: [{
+        name: "crm", at: { kind: "chroma", url: "http://127.0.0.1:8000", tenant: "t", database: "d", collection: "notes" },
+        declared: { metric: "cosine", dimensions: 384, text_key: "#document", scope: null, limit: 0.6, embedder: "all-MiniLM-L6-v2" },
+        enabled: true,
+        discovery: { metric: "cosine", dimensions: 384, keys: ["#document", "client"], points: 4, read_at: 1 },
+        acknowledgement: null, last_used: null,
+        skip_reason: { gate: "no_cross_encoder", why: "no cross-encoder is installed" },
+        status: "skipped: no cross-encoder is installed; a foreign hit is never admitted unranked, so the source is not asked",
+        change: "`make models` installs carrel-ce-v2 into the models folder",
+        limit_label: "Maximum distance",
+        acknowledge_sentence: "Source crm has no scope: any of its points may be quoted to anyone who asks this library. I accept this.",
+      }],
+    }),
+    acknowledge_foreign_source: ({ name, by }) => { throw { kind: "internal", message: `ack ${name} by ${by}` }; },
+  });
+  await page.locator('[data-nav="settings"]').click();
+  const row = page.locator('[data-testid="source"][data-name="crm"]');
+  await row.waitFor();
+  // Enabled, and still not read: the row says so in the engine's words.
+  assert.equal(await row.getAttribute("data-read"), "false");
+  assert.equal(
+    await row.getByTestId("source-status").innerText(),
+    "skipped: no cross-encoder is installed; a foreign hit is never admitted unranked, so the source is not asked",
+  );
+  assert.equal(await row.getByTestId("source-change").innerText(), "To change it: `make models` installs carrel-ce-v2 into the models folder");
+  assert.equal(await row.getByTestId("limit-label").innerText(), "Maximum distance");
+  assert.match(await row.getByTestId("discovered").innerText(), /keys #document, client/);
+  // The acknowledgement dialog states exactly what is accepted.
+  await row.getByTestId("acknowledge").click();
+  assert.equal(
+    await page.getByTestId("ack-sentence").innerText(),
+    "Source crm has no scope: any of its points may be quoted to anyone who asks this library. I accept this.",
+  );
+  await page.locator("#ack-by").fill("Ana");
+  await page.getByRole("button", { name: "I accept" }).click();
+  await page.getByRole("alert").filter({ hasText: "ack crm by Ana" }).waitFor();
+  // The add form's limit is labelled as the engine names it for Chroma.
+  await page.getByTestId("add-source").click();
+  assert.match(await page.locator('label[for="src-limit"]').innerText(), /^Maximum distance/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

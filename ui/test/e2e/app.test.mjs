@@ -17,6 +17,7 @@ const driverBin = process.env.TAURI_DRIVER ?? "tauri-driver";
 const shots = process.env.CARREL_SCREENSHOTS ?? join(repo, "target/e2e-screens");
 assert.ok(app, "CARREL_APP_BIN must name the built app");
 assert.ok(process.env.CARREL_MODELS, "CARREL_MODELS must name the installed models (make models)");
+assert.ok(process.env.CARREL_CHROMA, "CARREL_CHROMA must name a `chroma` command (tools/setup-chroma.sh)");
 
 const KINDS = [
   "intl.docx", "intl.odt", "intl.epub", "intl.pptx", "intl.rtf", "intl.rst", "intl.org", "intl.adoc",
@@ -24,7 +25,7 @@ const KINDS = [
 ];
 const home = mkdtempSync(join(tmpdir(), "carrel-e2e-"));
 const inbox = join(home, "inbox");
-let driver, browser, hub, hubUrl, hubToken;
+let driver, browser, hub, hubUrl, hubToken, chroma, chromaUrl;
 
 async function shot(name) {
   await browser.saveScreenshot(join(shots, `${name}.png`));
@@ -77,6 +78,26 @@ before(async () => {
     hub.stdout.once("data", (d) => resolve(String(d).split("\n")[0].trim()));
     hub.once("exit", (code) => reject(new Error(`carrel serve exited with ${code}`)));
   });
+  // A real Chroma server with one collection, for Settings → Sources.
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  chromaUrl = `http://127.0.0.1:${port}`;
+  chroma = spawn(process.env.CARREL_CHROMA, ["run", "--host", "127.0.0.1", "--port", String(port), "--path", join(home, "chroma")], { stdio: "ignore" });
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${chromaUrl}/api/v2/heartbeat`)).ok) break;
+    } catch {}
+    if (i > 600) throw new Error("chroma never answered its heartbeat");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const collections = `${chromaUrl}/api/v2/tenants/default_tenant/databases/default_database/collections`;
+  const post = async (u, body) => (await fetch(u, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+  const made = await post(collections, { name: "crm", configuration: { hnsw: { space: "cosine" } } });
+  const vector = (seed) => Array.from({ length: 384 }, (_, d) => Math.sin(seed * 7 + d));
+  await post(`${collections}/${made.id}/add`, {
+    ids: ["n1", "n2"], embeddings: [vector(1), vector(2)],
+    documents: ["Acme's bakery feeds its sourdough starter twice a day.", "Zen Cycles asked for a chain service quote."],
+    metadatas: [{ client: "acme" }, { client: "zen" }],
+  });
   driver = await startDriver(driverBin, 4444, {
     ...process.env,
     CARREL_LIBRARY: join(home, "library"),
@@ -100,6 +121,7 @@ function launchApp() {
 
 after(async () => {
   hub?.kill();
+  chroma?.kill();
   await browser?.deleteSession().catch(() => {});
   driver?.kill();
   // Kept beside the screenshots: what the app logged during the journeys.
@@ -291,6 +313,41 @@ test("settings show the models, the database check and the cold start", async ()
   assert.equal(await browser.execute(() => document.documentElement.dataset.theme), "dark");
   await (await browser.$('[data-nav="library"]')).click();
   await shot("10-library-dark");
+});
+
+test("Settings → Sources: a real Chroma collection is added, its schema read, refused until its lack of scope is accepted, then read", async () => {
+  await (await browser.$('[data-nav="settings"]')).click();
+  const sources = await $t("sources");
+  await sources.waitForDisplayed({ timeout: 20000 });
+  await (await $t("sources-empty")).waitForDisplayed({ timeout: 20000 });
+  await (await $t("add-source")).click();
+  await (await browser.$("#src-name")).setValue("crm");
+  const url = await browser.$("#src-url");
+  await url.clearValue();
+  await url.setValue(chromaUrl);
+  await (await browser.$("#src-collection")).setValue("crm");
+  assert.match(await (await browser.$('label[for="src-limit"]')).getText(), /^Maximum distance/);
+  await (await browser.$("button=Save and read its schema")).click();
+  const row = await browser.$('[data-testid="source"][data-name="crm"]');
+  await row.waitForDisplayed({ timeout: 20000 });
+  const status = async () => (await row.$('[data-testid="source-status"]')).getText();
+  assert.equal(await status(), "skipped: it is not enabled");
+  assert.match(await (await row.$('[data-testid="discovered"]')).getText(), /cosine, 384 dimensions, keys #document, client/);
+  // Enabling an unscoped source is refused with the engine's sentence.
+  await (await row.$('[data-testid="toggle"]')).click();
+  const refusal = await browser.$('[data-testid="sources"] [role="alert"]');
+  await refusal.waitForDisplayed({ timeout: 20000 });
+  assert.match(await refusal.getText(), /cannot be enabled: it has no scope key/);
+  await (await row.$('[data-testid="acknowledge"]')).click();
+  assert.match(await (await $t("ack-sentence")).getText(), /^Source crm has no scope/);
+  await (await browser.$("#ack-by")).setValue("Ana");
+  await (await browser.$("button=I accept")).click();
+  await until("the acknowledgement", async () => /accepted by Ana/.test(await row.getText()), 20000);
+  await (await row.$('[data-testid="toggle"]')).click();
+  await until("the source read by retrieval", async () => (await status()) === "read by retrieval", 20000);
+  assert.equal(await row.getAttribute("data-read"), "true");
+  await row.scrollIntoView({ block: "center" });
+  await shot("10b-settings-sources");
 });
 
 test("after a restart the chat is still there, answered and cited", async () => {
