@@ -169,6 +169,18 @@ fn fill(chroma: &str, name: &str, space: &str, lib: &Path) {
     assert!(r.status().is_success(), "add: {}", r.text().unwrap());
 }
 
+/// A Chroma server holding the notes in `crm`, and an empty library in a
+/// temporary home.
+fn library_beside_a_collection() -> (Chroma, tempfile::TempDir, std::path::PathBuf) {
+    let chroma = start_chroma();
+    let home = tempfile::tempdir().unwrap();
+    let lib = home.path().join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    drop(common::open(&lib));
+    fill(&chroma.url, "crm", "cosine", &lib);
+    (chroma, home, lib)
+}
+
 fn carrel(lib: &Path) -> Command {
     common::carrel_process(lib)
 }
@@ -212,12 +224,7 @@ fn gate(row: &Value) -> Option<&str> {
 /// same source is read, its points admitted only past the passage floor.
 #[test]
 fn a_source_that_passes_every_step_is_still_skipped_without_the_cross_encoder() {
-    let chroma = start_chroma();
-    let home = tempfile::tempdir().unwrap();
-    let lib = home.path().join("lib");
-    std::fs::create_dir_all(&lib).unwrap();
-    drop(common::open(&lib));
-    fill(&chroma.url, "crm", "cosine", &lib);
+    let (chroma, home, lib) = library_beside_a_collection();
     let (proxy, requests) = counting_proxy(chroma.url.clone());
 
     // Created with a wrong metric and no text key: saved, read, and skipped
@@ -338,17 +345,12 @@ fn a_source_that_passes_every_step_is_still_skipped_without_the_cross_encoder() 
     assert_eq!(row["last_used"]["outcome"]["state"], "read");
 }
 
-/// A source whose server is down is `unavailable` for that query, with the
-/// reason; a scoped source returns only its
-/// scope's points.
+/// A source whose cross-encoder fails at run time, or whose server is
+/// down, is `unavailable` for that query, with the reason; a scoped source
+/// returns only its scope's points.
 #[test]
 fn a_source_that_is_down_is_unavailable_and_a_scope_is_kept() {
-    let chroma = start_chroma();
-    let home = tempfile::tempdir().unwrap();
-    let lib = home.path().join("lib");
-    std::fs::create_dir_all(&lib).unwrap();
-    drop(common::open(&lib));
-    fill(&chroma.url, "crm", "cosine", &lib);
+    let (chroma, home, lib) = library_beside_a_collection();
     let (ok, out) = run(carrel(&lib).args([
         "source",
         "add",
@@ -378,6 +380,35 @@ fn a_source_that_is_down_is_unavailable_and_a_scope_is_kept() {
         "{hits:?}"
     );
     assert_eq!(hits[0]["scope"]["value"], "zen");
+
+    // The one case the gates cannot see: a calibrated cross-encoder file
+    // that fails to load (its tokenizer is missing). The source still reads
+    // as read by retrieval, so each query says it is unavailable, and why.
+    let broken = home.path().join("carrel-ce-v2");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::copy(
+        common::models_dir().join("carrel-ce-v2/model.onnx"),
+        broken.join("model.onnx"),
+    )
+    .unwrap();
+    let (_, out, _) = output(
+        carrel(&lib)
+            .env("CARREL_RERANKER", &broken)
+            .args(["source", "list", "--json"]),
+    );
+    let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows[0]["status"], "read by retrieval", "{out}");
+    let m = ask(
+        carrel(&lib).env("CARREL_RERANKER", &broken),
+        "how to clean and lubricate a bicycle chain",
+    );
+    let source = &m["elsewhere"]["sources"][0];
+    assert_eq!(source["outcome"]["state"], "unavailable", "{source}");
+    assert!(
+        source["status"].as_str().unwrap().contains("cross-encoder"),
+        "{source}"
+    );
+    assert!(m["elsewhere"]["hits"].as_array().unwrap().is_empty());
 
     drop(chroma);
     let m = ask(

@@ -3,6 +3,7 @@
 
 use carrel::answer::history::ChatTurn;
 use carrel::answer::{self, Answer, Answerer, MentionOption};
+use carrel::foreign::ask::Elsewhere;
 use carrel::foreign::{self, Declared, Kind, Metric, Scope, SourceView};
 use carrel::ingest::{AddReport, Progress};
 use carrel::lanes::{Detail, MatchView};
@@ -432,6 +433,14 @@ fn sources_now(l: &Library, note: Option<String>) -> carrel::Result<SourcesNow> 
         note,
         new_limit_label: foreign::CHROMA_DIRECTION.limit_label().to_string(),
     })
+}
+
+/// The foreign sources' answer to the match panel's query: their own list
+/// (Elsewhere), never sorted with the lanes, and what each source did.
+#[tauri::command]
+#[specta::specta]
+pub async fn ask_elsewhere(state: State<'_, AppState>, query: String) -> Result<Elsewhere> {
+    with_library(&state, move |l| l.ask_elsewhere(&mention::strip(&query))).await
 }
 
 #[tauri::command]

@@ -57,6 +57,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::settings_problem,
             commands::watcher_health,
             commands::restart_watcher,
+            commands::ask_elsewhere,
             commands::list_foreign_sources,
             commands::declare_foreign_source,
             commands::test_foreign_source,

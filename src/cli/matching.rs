@@ -235,6 +235,6 @@ fn print_elsewhere(e: &Elsewhere) {
         );
     }
     for s in &e.sources {
-        println!("  source {}: {}", s.source, s.outcome.describe());
+        println!("  source {}: {}", s.source, s.status);
     }
 }

@@ -40,6 +40,9 @@ pub struct SourceReport {
     pub source: String,
     pub scope: Option<Scope>,
     pub outcome: SourceOutcome,
+    /// The outcome in a sentence ([`SourceOutcome::describe`]), as every
+    /// surface shows it.
+    pub status: String,
 }
 
 /// The foreign sources' answer to one query: the admitted hits, best
@@ -171,12 +174,16 @@ pub fn ask<'r>(
         sources: sources
             .iter()
             .zip(outcomes)
-            .map(|(s, o)| SourceReport {
-                source: s.name.clone(),
-                scope: s.declared.scope.clone(),
-                outcome: o.unwrap_or(SourceOutcome::Unavailable {
+            .map(|(s, o)| {
+                let outcome = o.unwrap_or(SourceOutcome::Unavailable {
                     reason: "not asked".into(),
-                }),
+                });
+                SourceReport {
+                    source: s.name.clone(),
+                    scope: s.declared.scope.clone(),
+                    status: outcome.describe(),
+                    outcome,
+                }
             })
             .collect(),
         floor: (!sources.is_empty()).then(|| PASSAGE_FLOOR.value()),

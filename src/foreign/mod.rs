@@ -161,14 +161,8 @@ impl Kind {
 
     /// Where it is, for a person.
     pub fn describe(&self) -> String {
-        match self {
-            Kind::Chroma {
-                url,
-                tenant,
-                database,
-                collection,
-            } => format!("chroma {url} {tenant}/{database}/{collection}"),
-        }
+        let c = self.collection();
+        format!("chroma {} {}/{}/{}", c.url, c.tenant, c.database, c.name)
     }
 }
 
@@ -399,14 +393,22 @@ pub enum CrossEncoder {
 }
 
 impl CrossEncoder {
-    /// Looks for the configured cross-encoder's file.
+    /// Looks for the configured cross-encoder's file (hashing it).
     pub fn of(models: &ModelConfig) -> CrossEncoder {
         match crate::models::reranker_id(models) {
-            Ok(id) if calibrated(&id) => CrossEncoder::Calibrated { id },
-            Ok(id) => CrossEncoder::Other { id },
+            Ok(id) => CrossEncoder::loaded(id),
             Err(e) => CrossEncoder::Missing {
                 why: format!("no cross-encoder is installed ({e})"),
             },
+        }
+    }
+
+    /// A cross-encoder already loaded, by its id (`name@sha12`).
+    pub fn loaded(id: String) -> CrossEncoder {
+        if calibrated(&id) {
+            CrossEncoder::Calibrated { id }
+        } else {
+            CrossEncoder::Other { id }
         }
     }
 }

@@ -167,9 +167,15 @@ impl Library {
         }
     }
 
-    /// The cross-encoder as gate 2 sees it (a file check, no load).
+    /// The cross-encoder as gate 2 sees it: the loaded one's id, else a
+    /// file check (never a load).
     pub fn cross_encoder(&self) -> CrossEncoder {
-        CrossEncoder::of(&self.config.models)
+        match &self.reranker {
+            super::retrieval::RerankerSlot::Loaded(r) => {
+                CrossEncoder::loaded(r.model_id().to_string())
+            }
+            _ => CrossEncoder::of(&self.config.models),
+        }
     }
 
     /// Asks the foreign sources for `query`; records each source's outcome

@@ -76,6 +76,11 @@ export const commands = {
 	watcherHealth: () => typedError<WatcherHealth, AppError>(__TAURI_INVOKE("watcher_health")),
 	/**  Starts the watcher again after it stopped on its own. */
 	restartWatcher: () => typedError<WatcherHealth, AppError>(__TAURI_INVOKE("restart_watcher")),
+	/**
+	 *  The foreign sources' answer to the match panel's query: their own list
+	 *  (Elsewhere), never sorted with the lanes, and what each source did.
+	 */
+	askElsewhere: (query: string) => typedError<Elsewhere, AppError>(__TAURI_INVOKE("ask_elsewhere", { query })),
 	listForeignSources: () => typedError<SourcesNow, AppError>(__TAURI_INVOKE("list_foreign_sources")),
 	/**  Declares a source or changes one; its schema is read on save. */
 	declareForeignSource: (input: SourceInput) => typedError<SourcesNow, AppError>(__TAURI_INVOKE("declare_foreign_source", { input })),
@@ -279,6 +284,13 @@ export type Declared = {
 	embedder: string,
 };
 
+/**
+ *  Which way a collection's own score reads. A similarity is closer when
+ *  higher; a distance is closer when lower. One fixed comparison would be
+ *  right for one and backwards for the other.
+ */
+export type Direction = "higher_is_closer" | "lower_is_closer";
+
 /**  What discovery read from the collection itself. */
 export type Discovery = {
 	metric: Metric,
@@ -378,6 +390,37 @@ export type DocumentText = {
  */
 export type DropHover = {
 	active: boolean,
+};
+
+/**
+ *  The foreign sources' answer to one query: the admitted hits, best
+ *  logit first, and every source's outcome.
+ */
+export type Elsewhere = {
+	hits: ElsewhereHit[],
+	sources: SourceReport[],
+	/**  The floor the hits cleared; none when there is no source. */
+	floor: RerankLogit | null,
+	/**  Wall time of asking every source and ranking their points (ms). */
+	ms: number | null,
+};
+
+/**  One admitted foreign point. */
+export type ElsewhereHit = {
+	source: string,
+	scope: Scope | null,
+	point: string,
+	text: string,
+	/**  The collection's own score, on its own scale, read in `direction`. */
+	own_score: number | null,
+	metric: Metric,
+	direction: Direction,
+	/**
+	 *  The cross-encoder's logit for (query, text): the scale it was
+	 *  admitted on.
+	 */
+	rerank: RerankLogit,
+	scorer: string,
 };
 
 export type ErrorKind = 
@@ -841,6 +884,18 @@ export type SourceOutcome =
 { state: "read"; returned: number; within_limit: number; admitted: number; ms: number | null } | 
 /**  Asked, and it did not answer in time, or failed. */
 { state: "unavailable"; reason: string };
+
+/**  What each source did for this query. */
+export type SourceReport = {
+	source: string,
+	scope: Scope | null,
+	outcome: SourceOutcome,
+	/**
+	 *  The outcome in a sentence ([`SourceOutcome::describe`]), as every
+	 *  surface shows it.
+	 */
+	status: string,
+};
 
 /**
  *  A source with the one answer to whether retrieval reads it, as the CLI

@@ -51,13 +51,16 @@ export async function open(browser, url, engine, { debug = false } = {}) {
   await page.addInitScript(`
     window.__CALLS__ = [];
     // Every load of the Library and Chat pages lists the watches and the kept
-    // chat, and asks whether the watcher runs and the settings were usable;
+    // chat, and asks whether the watcher runs and the settings were usable
+    // (and every match, the foreign sources);
     // a test that is not about them need not say all is well.
     const engine = {
       list_watches: () => [], chat_history: () => [],
       list_libraries: () => [{ dir: "/data/library", in_use: true, state: "ready", documents: 0,
         identity: { kb: "default", title: "Default library", owner: null, description: "" } }],
       watcher_health: () => ({ state: "running" }), settings_problem: () => null,
+      // A library with no foreign source: nothing asked elsewhere.
+      ask_elsewhere: () => ({ hits: [], sources: [], floor: null, ms: 0 }),
       ...${source}
     };
     window.__CARREL_MOCK__ = async (cmd, args) => {

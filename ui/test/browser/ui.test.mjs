@@ -839,3 +839,48 @@ test("Settings → Sources shows each source's skip reason as the engine words i
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("the match panel lists the foreign sources' hits under Elsewhere, apart from the lanes, with each source's outcome in the engine's words", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    complete_mention: () => [],
+    check_mentions: () => [],
+    match_query: (args) => ({
+      query: args.query,
+      subject: { state: "ready", reason: null, hits: [], below_floor: [] },
+      topic: { state: "ready", reason: null, hits: [], below_floor: [] },
+      topic_vetoed: 0,
+      explain: null,
+    }),
+    ask_elsewhere: () => ({
+      floor: 1.0, ms: 140,
+      hits: [{
+        source: "crm", scope: { key: "client", value: "acme" }, point: "acme-1",
+        text: "Feeding a sourdough starter: discard half, then feed equal weights of flour and water.",
+        own_score: 0.21, metric: "cosine", direction: "lower_is_closer", rerank: 3.12,
+        scorer: "cross-encoder:carrel-ce-v2@5a2511219333",
+      }],
+      sources: [
+        { source: "crm", scope: { key: "client", value: "acme" }, outcome: { state: "read", returned: 10, within_limit: 10, admitted: 1, ms: 95 },
+          status: "read in 95 ms: 10 points, 10 within the limit, 1 admitted" },
+        { source: "wiki", scope: null, outcome: { state: "unavailable", reason: "the server did not answer in time" },
+          status: "unavailable: the server did not answer in time" },
+      ],
+    }),
+  });
+  await page.getByRole("button", { name: "Chat" }).click();
+  const box = page.getByTestId("composer");
+  await box.fill("how do I feed a starter");
+  await box.dispatchEvent("input");
+  const elsewhere = page.getByTestId("elsewhere");
+  await elsewhere.waitFor();
+  assert.equal(await page.locator("[data-lane]").count(), 2, "the two lanes stay two; Elsewhere is its own list");
+  const hit = elsewhere.getByTestId("elsewhere-hit");
+  assert.match(await hit.innerText(), /crm · client=acme/);
+  assert.match(await hit.innerText(), /ce 3\.12 · its own cosine distance 0\.210/);
+  const sources = elsewhere.getByTestId("elsewhere-source");
+  assert.equal(await sources.nth(0).innerText(), "crm: read in 95 ms: 10 points, 10 within the limit, 1 admitted");
+  assert.equal(await sources.nth(1).innerText(), "wiki: unavailable: the server did not answer in time");
+  assert.deepEqual(errors, []);
+  await page.close();
+});

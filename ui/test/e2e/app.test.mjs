@@ -348,6 +348,26 @@ test("Settings → Sources: a real Chroma collection is added, its schema read, 
   assert.equal(await row.getAttribute("data-read"), "true");
   await row.scrollIntoView({ block: "center" });
   await shot("10b-settings-sources");
+  // Read by retrieval: the match panel lists its points under Elsewhere,
+  // apart from the two lanes, each ranked by the cross-encoder.
+  await (await browser.$('[data-nav="chat"]')).click();
+  const box = await $t("composer");
+  await box.click();
+  await box.addValue("how often does the bakery feed its sourdough starter");
+  const elsewhere = await $t("elsewhere");
+  await elsewhere.waitForDisplayed({ timeout: 30000 });
+  await until("a foreign hit", async () => /Acme's bakery feeds its sourdough starter/.test(await elsewhere.getText()), 30000);
+  assert.match(await elsewhere.getText(), /crm: read in \d+ ms/);
+  assert.equal((await browser.$$("[data-lane]")).length, 2, "Elsewhere is not a third lane");
+  await elsewhere.scrollIntoView({ block: "center" });
+  await shot("10c-chat-elsewhere");
+  await box.clearValue();
+  // Forgotten again, so the journeys after this one see no foreign source.
+  await (await browser.$('[data-nav="settings"]')).click();
+  const again = await browser.$('[data-testid="source"][data-name="crm"]');
+  await again.waitForDisplayed({ timeout: 20000 });
+  await (await again.$("button=Remove")).click();
+  await (await $t("sources-empty")).waitForDisplayed({ timeout: 20000 });
 });
 
 test("after a restart the chat is still there, answered and cited", async () => {
