@@ -485,7 +485,7 @@ pub async fn declare_foreign_source(
         dimensions: input.dimensions,
         text_key: text(input.text_key),
         scope,
-        limit: input.limit,
+        limit: input.limit.map(foreign::CollectionScore::new),
         embedder: foreign::EMBEDDER.to_string(),
     };
     with_library(&state, move |l| {

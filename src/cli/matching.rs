@@ -230,7 +230,7 @@ fn print_elsewhere(e: &Elsewhere) {
             h.point,
             text.replace('\n', " "),
             h.metric.as_str(),
-            h.own_score,
+            h.own_score.get(),
             h.scorer
         );
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::{Cli, ago, open, print_json};
 use crate::Error;
-use crate::foreign::{self, Declared, Kind, Metric, Scope, SourceView};
+use crate::foreign::{self, CollectionScore, Declared, Kind, Metric, Scope, SourceView};
 
 /// The arguments of `carrel source`: one of its subcommands.
 #[derive(clap::Args)]
@@ -79,12 +79,18 @@ struct AddArgs {
     scope: Option<Scope>,
     /// Gate 5, on the collection's own scale: a maximum distance for
     /// Chroma (lower is closer)
-    #[arg(long)]
-    limit: Option<f32>,
+    #[arg(long, value_parser = parse_limit)]
+    limit: Option<CollectionScore>,
 }
 
 fn parse_metric(s: &str) -> Result<Metric, String> {
     Metric::parse(s).ok_or_else(|| format!("{s} is not a metric (cosine, l2, ip)"))
+}
+
+fn parse_limit(s: &str) -> Result<CollectionScore, String> {
+    s.parse::<f32>()
+        .map(CollectionScore::new)
+        .map_err(|e| format!("{s} is not a number: {e}"))
 }
 
 fn parse_scope(s: &str) -> Result<Scope, String> {
@@ -228,7 +234,7 @@ fn print_status(view: &SourceView) {
             .as_ref()
             .map_or("none".into(), |s| format!("{}={}", s.key, s.value)),
         limit_label,
-        d.limit.map_or("none".into(), |l| l.to_string()),
+        d.limit.map_or("none".into(), |l| l.get().to_string()),
     );
     if let Some(a) = &source.acknowledgement {
         println!("  unscoped, accepted by {} {}", a.by, ago(a.at));

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::{
-    CrossEncoder, Direction, Metric, PASSAGE_FLOOR, POINTS_ASKED, Scope, Source, SourceOutcome,
-    skip_reason,
+    CollectionScore, CrossEncoder, Direction, Metric, PASSAGE_FLOOR, POINTS_ASKED, Scope, Source,
+    SourceOutcome, skip_reason,
 };
 use crate::models::Reranker;
 use crate::score::{RerankLogit, ScorerId, ScorerKind};
@@ -24,7 +24,7 @@ pub struct ElsewhereHit {
     pub point: String,
     pub text: String,
     /// The collection's own score, on its own scale, read in `direction`.
-    pub own_score: f32,
+    pub own_score: CollectionScore,
     pub metric: Metric,
     pub direction: Direction,
     /// The cross-encoder's logit for (query, text): the scale it was
@@ -61,7 +61,7 @@ pub struct Elsewhere {
 struct Asked {
     source: usize,
     returned: u32,
-    points: Vec<(String, String, f32)>,
+    points: Vec<(String, String, CollectionScore)>,
     ms: f64,
 }
 
@@ -113,13 +113,14 @@ pub fn ask<'r>(
         .iter()
         .flat_map(|a| a.points.iter().map(|(_, t, _)| t.as_str()))
         .collect();
+    // No point to score: nothing loaded, and no source read anything.
     let scored = if texts.is_empty() {
-        Ok((Vec::new(), None))
+        Ok((Vec::new(), String::new()))
     } else {
         reranker().and_then(|r| {
             let id = r.model_id().to_string();
             r.rerank(query, &texts)
-                .map(|s| (s, Some(id)))
+                .map(|s| (s, id))
                 .map_err(|e| format!("the cross-encoder failed: {e}"))
         })
     };
@@ -146,7 +147,7 @@ pub fn ask<'r>(
                             rerank: logit,
                             scorer: ScorerId {
                                 kind: ScorerKind::CrossEncoder,
-                                model: model.clone().unwrap_or_default(),
+                                model: model.clone(),
                             },
                         });
                     }
@@ -195,7 +196,10 @@ pub fn ask<'r>(
 /// carry text.
 fn ask_one(i: usize, source: &Source, vector: &[f32], budget: Duration) -> Result<Asked, String> {
     let started = Instant::now();
-    let text_key = source.declared.text_key.as_deref().unwrap_or_default();
+    // Gate 4 let only a source with a text key through.
+    let Some(text_key) = source.declared.text_key.as_deref() else {
+        return Err("it names no text key".into());
+    };
     let points = source.at.collection().query(
         vector,
         POINTS_ASKED,

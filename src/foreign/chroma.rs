@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Discovery, Metric, Scope};
+use super::{CollectionScore, Discovery, Metric, Scope};
 
 /// Points sampled to learn a collection's payload keys.
 const SAMPLED_POINTS: usize = 50;
@@ -15,12 +15,13 @@ const SAMPLED_POINTS: usize = 50;
 pub const DOCUMENT_KEY: &str = "#document";
 
 /// One point a collection returned: its id, its text under the source's text
-/// key (none when the point lacks it), and its distance to the query.
+/// key (none when the point lacks it), and its distance to the query on the
+/// collection's own scale.
 #[derive(Debug, Clone)]
 pub struct Point {
     pub id: String,
     pub text: Option<String>,
-    pub distance: f32,
+    pub distance: CollectionScore,
 }
 
 /// One collection on one server.
@@ -209,20 +210,22 @@ impl Collection<'_> {
                 .timeout(left(deadline)?)
                 .send(),
         )?;
-        let first = |key: &str| -> Vec<Value> {
+        // Each field asked for comes as one list per query vector; a field
+        // missing is a malformed answer, never "no points".
+        let first = |key: &str| -> Result<Vec<Value>, Failure> {
             found
                 .get(key)
                 .and_then(Value::as_array)
                 .and_then(|a| a.first())
                 .and_then(Value::as_array)
                 .cloned()
-                .unwrap_or_default()
+                .ok_or_else(|| format!("the server's answer has no {key} for the query"))
         };
         let (ids, documents, metadatas, distances) = (
-            first("ids"),
-            first("documents"),
-            first("metadatas"),
-            first("distances"),
+            first("ids")?,
+            first("documents")?,
+            first("metadatas")?,
+            first("distances")?,
         );
         let mut points = Vec::with_capacity(ids.len());
         for (i, id) in ids.iter().enumerate() {
@@ -240,7 +243,7 @@ impl Collection<'_> {
             points.push(Point {
                 id: id.as_str().map_or_else(|| id.to_string(), str::to_string),
                 text: text.map(str::to_string),
-                distance: distance as f32,
+                distance: CollectionScore::new(distance as f32),
             });
         }
         Ok(points)

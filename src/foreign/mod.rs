@@ -25,7 +25,7 @@ use crate::score::{Floor, RerankLogit};
 /// come from the same model.
 pub const EMBEDDER: &str = crate::models::EMBEDDER_NAME;
 /// The dimensions of [`EMBEDDER`]'s vectors.
-pub const EMBEDDER_DIMENSIONS: usize = 384;
+pub const EMBEDDER_DIMENSIONS: usize = crate::models::EMBED_DIM;
 
 /// The floor a foreign point's cross-encoder logit must reach, on (query,
 /// passage) pairs: a foreign point is a passage, not a card. Calibrated by
@@ -48,7 +48,9 @@ pub const PASSAGE_FLOOR: Floor<RerankLogit> = Floor::new(
      fixtures/labelled (26, 13 noise): 38% admitted, 100% right, 0 noise",
 );
 /// The cross-encoder [`PASSAGE_FLOOR`] was calibrated on (the first 12 hex
-/// digits of its model file's sha256). Any other cross-encoder fails gate 2.
+/// digits of its model file's sha256): the subject lane's, so one check
+/// (`lanes::subject::floor_calibrated_for`) answers for both floors. Any
+/// other cross-encoder fails gate 2.
 pub const PASSAGE_FLOOR_MODEL: &str = crate::lanes::subject::RERANK_FLOOR_MODEL;
 
 /// Points asked of a source per query, before gate 5 and the cross-encoder.
@@ -108,11 +110,30 @@ impl Direction {
     }
 
     /// Gate 5: whether a point's own `score` is within `limit`.
-    pub fn within(self, score: f32, limit: f32) -> bool {
+    pub fn within(self, score: CollectionScore, limit: CollectionScore) -> bool {
         match self {
-            Direction::HigherIsCloser => score >= limit,
-            Direction::LowerIsCloser => score <= limit,
+            Direction::HigherIsCloser => score.0 >= limit.0,
+            Direction::LowerIsCloser => score.0 <= limit.0,
         }
+    }
+}
+
+/// A number on a foreign collection's own scale (a distance or a
+/// similarity, as its metric and [`Direction`] say): compared only with that
+/// source's own pre-rerank limit, through [`Direction::within`], never with a
+/// cosine or a logit. Admission is decided on the cross-encoder's scale.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, specta::Type)]
+#[serde(transparent)]
+pub struct CollectionScore(f32);
+
+impl CollectionScore {
+    pub const fn new(value: f32) -> CollectionScore {
+        CollectionScore(value)
+    }
+
+    /// The number, for display and serialisation only.
+    pub const fn get(self) -> f32 {
+        self.0
     }
 }
 
@@ -185,7 +206,7 @@ pub struct Declared {
     pub scope: Option<Scope>,
     /// Gate 5, on the collection's own scale, in its direction; none lets
     /// every point asked through to the cross-encoder.
-    pub limit: Option<f32>,
+    pub limit: Option<CollectionScore>,
     /// The model that made the collection's vectors.
     pub embedder: String,
 }
@@ -405,18 +426,12 @@ impl CrossEncoder {
 
     /// A cross-encoder already loaded, by its id (`name@sha12`).
     pub fn loaded(id: String) -> CrossEncoder {
-        if calibrated(&id) {
+        if crate::lanes::subject::floor_calibrated_for(&id) {
             CrossEncoder::Calibrated { id }
         } else {
             CrossEncoder::Other { id }
         }
     }
-}
-
-fn calibrated(model_id: &str) -> bool {
-    model_id
-        .rsplit_once('@')
-        .is_some_and(|(_, sha)| sha == PASSAGE_FLOOR_MODEL)
 }
 
 /// Gate 3: where the declaration and what discovery read disagree.
@@ -690,10 +705,11 @@ mod tests {
     /// Gate 5 compares in the metric's direction, and its label says so.
     #[test]
     fn the_limit_follows_the_metric_direction() {
-        assert!(Direction::LowerIsCloser.within(0.2, 0.5));
-        assert!(!Direction::LowerIsCloser.within(0.7, 0.5));
-        assert!(Direction::HigherIsCloser.within(0.7, 0.5));
-        assert!(!Direction::HigherIsCloser.within(0.2, 0.5));
+        let s = CollectionScore::new;
+        assert!(Direction::LowerIsCloser.within(s(0.2), s(0.5)));
+        assert!(!Direction::LowerIsCloser.within(s(0.7), s(0.5)));
+        assert!(Direction::HigherIsCloser.within(s(0.7), s(0.5)));
+        assert!(!Direction::HigherIsCloser.within(s(0.2), s(0.5)));
         assert_eq!(Direction::LowerIsCloser.limit_label(), "Maximum distance");
         assert_eq!(Direction::HigherIsCloser.limit_label(), "Minimum score");
     }

@@ -138,13 +138,8 @@ impl Pool {
         nearest: &[(i64, f32)],
         keyword: &[i64],
     ) -> Result<Pool> {
-        let mut content_of = store
-            .conn
-            .prepare_cached("SELECT content_id FROM chunks WHERE id = ?1")?;
         // A chunk deleted since the search reads as none.
-        let mut content = |chunk: i64| -> Result<Option<i64>> {
-            Ok(content_of.query_row([chunk], |r| r.get(0)).optional()?)
-        };
+        let content = |chunk: i64| store.chunk_content(chunk);
         let mut best: HashMap<i64, Best> = HashMap::new();
         for &(chunk, distance) in nearest {
             if let Some(content) = content(chunk)? {

@@ -223,12 +223,7 @@ impl Library {
         let (nearest, _) = self.store.nearest_chunks(&vector, k, &fp.chunk)?;
         let mut passages = Vec::new();
         for (chunk, _) in nearest {
-            let row: Option<(i64, String)> =
-                rusqlite::OptionalExtension::optional(self.store.conn.query_row(
-                    "SELECT content_id, text FROM chunks WHERE id = ?1",
-                    [chunk],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                ))?;
+            let row = self.store.chunk_text(chunk)?;
             let Some((content, text)) = row else { continue };
             if let Some(first) = crate::lanes::locations(&self.store, content)?.first() {
                 passages.push((first.doc, text));

@@ -115,6 +115,15 @@ impl Store {
             .optional()?)
     }
 
+    /// A chunk's content and text, if the chunk exists.
+    pub fn chunk_text(&self, chunk_id: i64) -> Result<Option<(i64, String)>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT content_id, text FROM chunks WHERE id = ?1")?
+            .query_row([chunk_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    }
+
     /// Every chunk of a content, in order, each with its cosine to `query`
     /// as sqlite-vec computes it for the topic lane's KNN; `None` where the
     /// chunk has no vector made by `fingerprint`. One read of the chunks.

@@ -241,6 +241,14 @@ export type CitationCheck =
 /**  At least one citation failed; each problem is a sentence. */
 { status: "invalid"; problems: string[] };
 
+/**
+ *  A number on a foreign collection's own scale (a distance or a
+ *  similarity, as its metric and [`Direction`] say): compared only with that
+ *  source's own pre-rerank limit, through [`Direction::within`], never with a
+ *  cosine or a logit. Admission is decided on the cross-encoder's scale.
+ */
+export type CollectionScore = number | null;
+
 /**  Cosine similarity of two unit vectors, in [-1, 1]. */
 export type Cosine = number | null;
 
@@ -279,7 +287,7 @@ export type Declared = {
 	 *  Gate 5, on the collection's own scale, in its direction; none lets
 	 *  every point asked through to the cross-encoder.
 	 */
-	limit: number | null,
+	limit: CollectionScore | null,
 	/**  The model that made the collection's vectors. */
 	embedder: string,
 };
@@ -412,7 +420,7 @@ export type ElsewhereHit = {
 	point: string,
 	text: string,
 	/**  The collection's own score, on its own scale, read in `direction`. */
-	own_score: number | null,
+	own_score: CollectionScore,
 	metric: Metric,
 	direction: Direction,
 	/**
