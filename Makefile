@@ -78,7 +78,7 @@ ui-test: ui-mock
 e2e: app
 	chroma=$$(./tools/setup-chroma.sh) && cd ui && CARREL_CHROMA="$$chroma" CARREL_APP_BIN=$(abspath $(APP)) TAURI_DRIVER=$(abspath $(TOOLS))/tauri-driver \
 	  CARREL_SCREENSHOTS=$(abspath $(BIN))/e2e-screens \
-	  timeout 900 xvfb-run -a -s "-screen 0 1400x900x24" npm run test:e2e
+	  timeout -k 30 900 xvfb-run -a -s "-screen 0 1400x900x24" npm run test:e2e
 
 ## Both lanes vs their baselines and FTS5 BM25 on labelled sets: ours (its
 ## 0-leak rule is a hard test in cargo test), the calibration set (GNU

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { remote } from "webdriverio";
-import { removeWhenQuiet, startDriver } from "./harness.mjs";
+import { removeWhenQuiet, startDriver, stopProcess } from "./harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../../..");
 const app = process.env.CARREL_APP_BIN;
@@ -81,7 +81,10 @@ before(async () => {
   // A real Chroma server with one collection, for Settings → Sources.
   const port = 20000 + Math.floor(Math.random() * 20000);
   chromaUrl = `http://127.0.0.1:${port}`;
-  chroma = spawn(process.env.CARREL_CHROMA, ["run", "--host", "127.0.0.1", "--port", String(port), "--path", join(home, "chroma")], { stdio: "ignore" });
+  chroma = spawn(process.env.CARREL_CHROMA, ["run", "--host", "127.0.0.1", "--port", String(port), "--path", join(home, "chroma")], {
+    stdio: "ignore",
+    env: { ...process.env, ANONYMIZED_TELEMETRY: "False" },
+  });
   for (let i = 0; ; i++) {
     try {
       if ((await fetch(`${chromaUrl}/api/v2/heartbeat`)).ok) break;
@@ -98,11 +101,13 @@ before(async () => {
     documents: ["Acme's bakery feeds its sourdough starter twice a day.", "Zen Cycles asked for a chain service quote."],
     metadatas: [{ client: "acme" }, { client: "zen" }],
   });
+  const driverLog = join(shots, "driver.log");
+  writeFileSync(driverLog, "");
   driver = await startDriver(driverBin, 4444, {
     ...process.env,
     CARREL_LIBRARY: join(home, "library"),
     XDG_DATA_HOME: join(home, "data"),
-  });
+  }, driverLog);
   browser = await launchApp();
 });
 
@@ -120,10 +125,10 @@ function launchApp() {
 }
 
 after(async () => {
-  hub?.kill();
-  chroma?.kill();
+  await stopProcess(hub);
+  await stopProcess(chroma, "SIGKILL");
   await browser?.deleteSession().catch(() => {});
-  driver?.kill();
+  await stopProcess(driver);
   // Kept beside the screenshots: what the app logged during the journeys.
   writeFileSync(join(shots, "app.log"), appLog(100000));
   await removeWhenQuiet(home);
@@ -435,8 +440,7 @@ test("a library another machine shares is added by URL and token, asked by @kb:,
   await shot("14-chat-remote");
 
   // The hub goes down: after a restart the shelf says so, and when it last answered.
-  hub.kill();
-  await new Promise((r) => hub.once("exit", r));
+  await stopProcess(hub);
   await browser.deleteSession();
   browser = await launchApp();
   const again = await $t("shelf");

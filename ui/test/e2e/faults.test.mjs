@@ -11,7 +11,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { remote } from "webdriverio";
-import { removeWhenQuiet, startDriver } from "./harness.mjs";
+import { removeWhenQuiet, startDriver, stopProcess } from "./harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../../..");
 const app = process.env.CARREL_APP_BIN;
@@ -89,7 +89,7 @@ function driverWith(env) {
     XDG_DATA_HOME: join(home, "data"),
     NO_PROXY: "127.0.0.1,localhost",
     ...env,
-  });
+  }, join(shots, "faults-driver.log"));
 }
 
 function launchApp() {
@@ -107,16 +107,13 @@ function launchApp() {
 async function stopApp() {
   await browser?.deleteSession().catch(() => {});
   browser = null;
-  if (driver) {
-    const gone = new Promise((r) => driver.once("exit", r));
-    driver.kill();
-    await gone;
-    driver = null;
-  }
+  await stopProcess(driver);
+  driver = null;
 }
 
 before(async () => {
   mkdirSync(shots, { recursive: true });
+  writeFileSync(join(shots, "faults-driver.log"), "");
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(join(dataDir, "settings.json"), BAD_SETTINGS);
   cpSync(join(repo, "fixtures/hostile"), hostile, { recursive: true });

@@ -1,7 +1,7 @@
 // What the real-window test files share: starting tauri-driver and cleaning
 // up after the app. Imported, never run as a test file of its own.
 import { spawn } from "node:child_process";
-import { rmSync } from "node:fs";
+import { closeSync, openSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -9,13 +9,19 @@ const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 /**
  * tauri-driver on `port` (WebKitWebDriver on `port + 1`, which it starts
  * first), its app inheriting `env`; resolves once both accept connections
- * (up to 60 s).
+ * (up to 60 s). What the driver, the app and WebKit's helper processes print
+ * is appended to `log`, never to this test file's own stdout and stderr:
+ * node's test runner waits for every holder of those pipes to close them, so
+ * a helper process that outlives the app would hold `make e2e` until its
+ * timeout after every test had passed.
  */
-export async function startDriver(bin, port, env) {
+export async function startDriver(bin, port, env, log) {
+  const out = openSync(log, "a");
   const d = spawn(bin, ["--port", String(port), "--native-port", String(port + 1)], {
-    stdio: ["ignore", "inherit", "inherit"],
+    stdio: ["ignore", out, out],
     env,
   });
+  closeSync(out);
   for (let tries = 0; ; tries++) {
     if ((await accepts(port + 1)) && (await accepts(port))) return d;
     if (d.exitCode !== null) throw new Error(`tauri-driver exited with ${d.exitCode}`);
@@ -33,6 +39,18 @@ function accepts(port) {
     });
     s.once("error", () => resolve(false));
   });
+}
+
+/**
+ * Ends a process the tests started and waits until it has exited. SIGTERM
+ * lets tauri-driver end WebKitWebDriver first; a server whose graceful
+ * shutdown may wait on its clients is given SIGKILL.
+ */
+export async function stopProcess(child, signal = "SIGTERM") {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise((r) => child.once("exit", r));
+  child.kill(signal);
+  await gone;
 }
 
 /**
