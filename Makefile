@@ -23,11 +23,14 @@ run: models app
 ## Every test: format, lints, unit, integration and CLI tests, with real models;
 ## the real Python MCP client against `carrel mcp`; then the lanes against BM25
 ## on our labelled set and the classic Cranfield and CISI sets. The foreign
-## source tests start a real Chroma server (tools/setup-chroma.sh).
+## source tests start a real Chroma server (tools/setup-chroma.sh) and a real
+## PostgreSQL with pgvector (tools/setup-pgvector.sh).
 ## The UI in chromium with mocked IPC; then the real window end to end.
 test: models desktop-deps ui lint
 	./tools/setup-chroma.sh > /dev/null
-	CARREL_CHROMA=$$(./tools/setup-chroma.sh) $(CARGO) test --all-targets --no-fail-fast
+	./tools/setup-pgvector.sh > /dev/null
+	CARREL_CHROMA=$$(./tools/setup-chroma.sh) CARREL_PGVECTOR=$$(./tools/setup-pgvector.sh) \
+	  $(CARGO) test --all-targets --no-fail-fast
 	$(CARGO) test --doc
 	./tools/mcp-client-test.sh
 	$(MAKE) ui-test e2e

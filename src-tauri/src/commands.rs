@@ -407,18 +407,23 @@ pub async fn restart_watcher(app: AppHandle, state: State<'_, AppState>) -> Resu
 pub struct SourcesNow {
     pub sources: Vec<SourceView>,
     pub note: Option<String>,
-    /// The pre-rerank field's label for a new Chroma source.
-    pub new_limit_label: String,
+    /// The pre-rerank field's label for a new source, by store and metric.
+    pub limit_labels: Vec<foreign::LimitLabel>,
 }
 
-/// A Chroma collection as the Sources screen's form declares it.
+/// A source as the Sources screen's form declares it: a Chroma collection
+/// (`collection`, and optionally `tenant` and `database`), or a PostgreSQL
+/// table's pgvector column (`table`, `vector_column`).
 #[derive(Debug, serde::Deserialize, specta::Type)]
 pub struct SourceInput {
     pub name: String,
+    pub store: foreign::Store,
     pub url: String,
-    pub collection: String,
+    pub collection: Option<String>,
     pub tenant: Option<String>,
     pub database: Option<String>,
+    pub table: Option<String>,
+    pub vector_column: Option<String>,
     pub metric: Metric,
     pub dimensions: u32,
     pub text_key: Option<String>,
@@ -431,7 +436,7 @@ fn sources_now(l: &Library, note: Option<String>) -> carrel::Result<SourcesNow> 
     Ok(SourcesNow {
         sources: l.foreign_source_views()?,
         note,
-        new_limit_label: foreign::CHROMA_DIRECTION.limit_label().to_string(),
+        limit_labels: foreign::limit_labels(),
     })
 }
 
@@ -458,12 +463,37 @@ pub async fn declare_foreign_source(
 ) -> Result<SourcesNow> {
     let text = |s: Option<String>| s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     let name = input.name.trim().to_string();
-    if name.is_empty() || input.url.trim().is_empty() || input.collection.trim().is_empty() {
+    let url = input.url.trim().to_string();
+    let at = match input.store {
+        foreign::Store::Chroma => text(input.collection).map(|collection| Kind::Chroma {
+            url: url.clone(),
+            tenant: text(input.tenant).unwrap_or_else(|| "default_tenant".into()),
+            database: text(input.database).unwrap_or_else(|| "default_database".into()),
+            collection,
+        }),
+        foreign::Store::Pgvector => {
+            text(input.table)
+                .zip(text(input.vector_column))
+                .map(|(table, vector_column)| Kind::Pgvector {
+                    url: url.clone(),
+                    table,
+                    vector_column,
+                })
+        }
+    };
+    let (false, false, Some(at)) = (name.is_empty(), url.is_empty(), at) else {
         return Err(AppError::new(
             ErrorKind::BadInput,
-            "a source needs a name, the Chroma server's URL and the collection's name",
+            match input.store {
+                foreign::Store::Chroma => {
+                    "a Chroma source needs a name, the server's URL and the collection's name"
+                }
+                foreign::Store::Pgvector => {
+                    "a pgvector source needs a name, the PostgreSQL URL, the table and its vector column"
+                }
+            },
         ));
-    }
+    };
     let scope = match (text(input.scope_key), text(input.scope_value)) {
         (Some(key), Some(value)) => Some(Scope { key, value }),
         (None, None) => None,
@@ -473,12 +503,6 @@ pub async fn declare_foreign_source(
                 "a scope needs both its key and the value points must carry",
             ));
         }
-    };
-    let at = Kind::Chroma {
-        url: input.url.trim().to_string(),
-        tenant: text(input.tenant).unwrap_or_else(|| "default_tenant".into()),
-        database: text(input.database).unwrap_or_else(|| "default_database".into()),
-        collection: input.collection.trim().to_string(),
     };
     let declared = Declared {
         metric: input.metric,

@@ -17,8 +17,9 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Command {
-    /// Declare a source (or change one): a Chroma collection; its schema is
-    /// read at once when the server answers
+    /// Declare a source (or change one): a Chroma collection, or a
+    /// PostgreSQL table's pgvector column; its schema is read at once when
+    /// the server answers
     Add(AddArgs),
     /// Check that the server answers and holds the collection
     Test { name: String },
@@ -49,18 +50,28 @@ enum Command {
 
 /// The arguments of `carrel source add`.
 #[derive(clap::Args)]
+#[command(group = clap::ArgGroup::new("store").required(true).args(["chroma", "pgvector"]))]
 struct AddArgs {
     name: String,
-    /// The Chroma server's URL, e.g. http://127.0.0.1:8000
-    #[arg(long)]
-    chroma: String,
-    /// The collection's name
-    #[arg(long)]
-    collection: String,
+    /// A Chroma server's URL, e.g. http://127.0.0.1:8000
+    #[arg(long, requires = "collection")]
+    chroma: Option<String>,
+    /// The Chroma collection's name
+    #[arg(long, requires = "chroma")]
+    collection: Option<String>,
     #[arg(long, default_value = "default_tenant")]
     tenant: String,
     #[arg(long, default_value = "default_database")]
     database: String,
+    /// A PostgreSQL URL, e.g. postgresql://reader@127.0.0.1:5432/crm (no TLS)
+    #[arg(long, requires_all = ["table", "vector_column"])]
+    pgvector: Option<String>,
+    /// The PostgreSQL table (`schema.table` or `table`)
+    #[arg(long, requires = "pgvector")]
+    table: Option<String>,
+    /// The table's pgvector column
+    #[arg(long, requires = "pgvector")]
+    vector_column: Option<String>,
     /// The collection's distance: cosine, l2 or ip
     #[arg(long, default_value = "cosine", value_parser = parse_metric)]
     metric: Metric,
@@ -71,14 +82,14 @@ struct AddArgs {
     #[arg(long, default_value = foreign::EMBEDDER)]
     embedder: String,
     /// The payload key holding each point's text (`#document`: Chroma's own
-    /// documents)
+    /// documents; for pgvector, a column)
     #[arg(long)]
     text_key: Option<String>,
-    /// Only points whose payload KEY equals VALUE
+    /// Only points whose payload KEY (for pgvector, a column) equals VALUE
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_scope)]
     scope: Option<Scope>,
-    /// Gate 5, on the collection's own scale: a maximum distance for
-    /// Chroma (lower is closer)
+    /// Gate 5, on the collection's own scale: a maximum distance (Chroma;
+    /// pgvector cosine and l2), or a minimum inner product (pgvector ip)
     #[arg(long, value_parser = parse_limit)]
     limit: Option<CollectionScore>,
 }
@@ -108,11 +119,19 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     let mut library = open(cli)?;
     match &args.command {
         Command::Add(a) => {
-            let at = Kind::Chroma {
-                url: a.chroma.clone(),
-                tenant: a.tenant.clone(),
-                database: a.database.clone(),
-                collection: a.collection.clone(),
+            let at = match (&a.chroma, &a.pgvector) {
+                (Some(url), _) => Kind::Chroma {
+                    url: url.clone(),
+                    tenant: a.tenant.clone(),
+                    database: a.database.clone(),
+                    collection: a.collection.clone().unwrap_or_default(),
+                },
+                (None, Some(url)) => Kind::Pgvector {
+                    url: url.clone(),
+                    table: a.table.clone().unwrap_or_default(),
+                    vector_column: a.vector_column.clone().unwrap_or_default(),
+                },
+                (None, None) => unreachable!("clap requires --chroma or --pgvector"),
             };
             let declared = Declared {
                 metric: a.metric,
@@ -144,7 +163,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             let found = library.discover_foreign_source(name)?;
             println!(
                 "{name}: metric {}, {} dimensions, keys {} ({} points read)",
-                found.metric.as_str(),
+                found.metric_label(),
                 found
                     .dimensions
                     .map_or("no vectors yet".into(), |d| d.to_string()),
@@ -184,7 +203,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 print_json(&views);
             } else if views.is_empty() {
                 println!(
-                    "no foreign sources; `carrel source add NAME --chroma URL --collection C` declares one"
+                    "no foreign sources; `carrel source add NAME --chroma URL --collection C` (or `--pgvector URL --table T --vector-column V`) declares one"
                 );
             } else {
                 views.iter().for_each(print_status);

@@ -216,9 +216,9 @@ fn ask_one(i: usize, source: &Source, vector: &[f32], budget: Duration) -> Resul
             source
                 .declared
                 .limit
-                .is_none_or(|limit| direction.within(p.distance, limit))
+                .is_none_or(|limit| direction.within(p.own, limit))
         })
-        .filter_map(|p| Some((p.id, p.text?, p.distance)))
+        .filter_map(|p| Some((p.id, p.text?, p.own)))
         .collect();
     Ok(Asked {
         source: i,

@@ -6,23 +6,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{CollectionScore, Discovery, Metric, Scope};
+use super::{CollectionScore, Discovery, Failure, Metric, Point, Scope};
 
 /// Points sampled to learn a collection's payload keys.
 const SAMPLED_POINTS: usize = 50;
 
 /// The payload key that names Chroma's own stored document text.
 pub const DOCUMENT_KEY: &str = "#document";
-
-/// One point a collection returned: its id, its text under the source's text
-/// key (none when the point lacks it), and its distance to the query on the
-/// collection's own scale.
-#[derive(Debug, Clone)]
-pub struct Point {
-    pub id: String,
-    pub text: Option<String>,
-    pub distance: CollectionScore,
-}
 
 /// One collection on one server.
 pub struct Collection<'a> {
@@ -31,9 +21,6 @@ pub struct Collection<'a> {
     pub database: &'a str,
     pub name: &'a str,
 }
-
-/// Why a request got no usable answer, in words for the source's status.
-pub type Failure = String;
 
 fn client(budget: Duration) -> Result<reqwest::blocking::Client, Failure> {
     reqwest::blocking::Client::builder()
@@ -86,21 +73,6 @@ impl Collection<'_> {
         )
     }
 
-    /// The server answers its heartbeat and knows the collection.
-    pub fn test(&self, budget: Duration) -> Result<(), Failure> {
-        let deadline = Instant::now() + budget;
-        let http = client(budget)?;
-        read(
-            http.get(format!(
-                "{}/api/v2/heartbeat",
-                self.url.trim_end_matches('/')
-            ))
-            .timeout(left(deadline)?)
-            .send(),
-        )?;
-        self.describe(&http, deadline).map(|_| ())
-    }
-
     /// The collection's record: id, metric, dimensions.
     fn describe(
         &self,
@@ -132,10 +104,27 @@ impl Collection<'_> {
             .map(|d| d as u32);
         Ok((id, metric, dimensions))
     }
+}
+
+impl super::Collection for Collection<'_> {
+    /// The server answers its heartbeat and knows the collection.
+    fn test(&self, budget: Duration) -> Result<(), Failure> {
+        let deadline = Instant::now() + budget;
+        let http = client(budget)?;
+        read(
+            http.get(format!(
+                "{}/api/v2/heartbeat",
+                self.url.trim_end_matches('/')
+            ))
+            .timeout(left(deadline)?)
+            .send(),
+        )?;
+        self.describe(&http, deadline).map(|_| ())
+    }
 
     /// Reads what the collection really is: its metric, its dimensions and
     /// the payload keys on a sample of its points.
-    pub fn discover(&self, budget: Duration) -> Result<Discovery, Failure> {
+    fn discover(&self, budget: Duration) -> Result<Discovery, Failure> {
         let deadline = Instant::now() + budget;
         let http = client(budget)?;
         let (id, metric, dimensions) = self.describe(&http, deadline)?;
@@ -165,7 +154,7 @@ impl Collection<'_> {
             .and_then(Value::as_array)
             .map_or(0, |a| a.len()) as u32;
         Ok(Discovery {
-            metric,
+            metric: Some(metric),
             dimensions,
             keys: keys.into_iter().collect(),
             points,
@@ -177,7 +166,7 @@ impl Collection<'_> {
     /// under `text_key`, all within `budget`. The collection is described
     /// first (its id), and a metric that is no longer `metric` fails the
     /// query: its distances would be read the wrong way.
-    pub fn query(
+    fn query(
         &self,
         vector: &[f32],
         n: usize,
@@ -243,7 +232,7 @@ impl Collection<'_> {
             points.push(Point {
                 id: id.as_str().map_or_else(|| id.to_string(), str::to_string),
                 text: text.map(str::to_string),
-                distance: CollectionScore::new(distance as f32),
+                own: CollectionScore::new(distance as f32),
             });
         }
         Ok(points)

@@ -1,5 +1,6 @@
 //! Foreign sources: a read-only collection in someone else's vector store
-//! (a Chroma collection today), asked beside the library and never sorted
+//! (a Chroma collection, or a PostgreSQL table with a pgvector column),
+//! asked beside the library and never sorted
 //! with its lanes. A collection's own score and Carrel's cosine are two
 //! different numbers on two different scales; the cross-encoder is the one
 //! scorer that has read both from the same (query, text) pairs, so a foreign
@@ -13,7 +14,10 @@
 
 pub mod ask;
 pub mod chroma;
+pub mod pgvector;
 pub mod saved;
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -64,13 +68,16 @@ pub const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_millis
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     Cosine,
-    /// Squared Euclidean (Chroma's `l2`).
+    /// Euclidean (Chroma's `l2` answers its square, pgvector's `<->` the
+    /// distance itself).
     L2,
-    /// Inner product (Chroma's `ip`).
+    /// Inner product (Chroma's `ip`, pgvector's `<#>`).
     InnerProduct,
 }
 
 impl Metric {
+    pub const ALL: [Metric; 3] = [Metric::Cosine, Metric::L2, Metric::InnerProduct];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Metric::Cosine => "cosine",
@@ -148,42 +155,163 @@ pub enum Kind {
         database: String,
         collection: String,
     },
+    /// A PostgreSQL table with a pgvector column; the text and scope are
+    /// columns too (the declaration's text key and scope key).
+    Pgvector {
+        /// A PostgreSQL connection URL (`postgresql://user@host:port/db`).
+        url: String,
+        /// The table, `schema.table` or `table`.
+        table: String,
+        /// Its `vector` column.
+        vector_column: String,
+    },
 }
 
 /// Chroma answers a distance for every metric (cosine: 1 − cosine; l2:
 /// squared distance; ip: 1 − dot).
 pub const CHROMA_DIRECTION: Direction = Direction::LowerIsCloser;
 
+/// One point a collection returned: its id, its text under the source's text
+/// key (none when the point lacks it), and its score on the collection's
+/// own scale.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub id: String,
+    pub text: Option<String>,
+    pub own: CollectionScore,
+}
+
+/// Why a request got no usable answer, in words for the source's status.
+pub type Failure = String;
+
+/// What every adapter answers for its collection: the seam a new store
+/// (Qdrant, answering a similarity for cosine and dot and a distance for
+/// euclidean) plugs into, each call within one time budget.
+pub trait Collection {
+    /// The server answers and holds the collection.
+    fn test(&self, budget: Duration) -> Result<(), Failure>;
+    /// What the collection really is: its metric (when it fixes one), its
+    /// dimensions and the payload keys on a sample of its points.
+    fn discover(&self, budget: Duration) -> Result<Discovery, Failure>;
+    /// The `n` points nearest `vector` under `metric`, within `scope`, each
+    /// with its text under `text_key` and its own score, read in
+    /// [`Kind::direction`]. A collection that now fixes another metric
+    /// fails the query: its scores would be read the wrong way.
+    fn query(
+        &self,
+        vector: &[f32],
+        n: usize,
+        scope: Option<&Scope>,
+        text_key: &str,
+        metric: Metric,
+        budget: Duration,
+    ) -> Result<Vec<Point>, Failure>;
+}
+
+/// The kinds of store a source can live in, apart from where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
+#[serde(rename_all = "snake_case")]
+pub enum Store {
+    Chroma,
+    Pgvector,
+}
+
+impl Store {
+    pub const ALL: [Store; 2] = [Store::Chroma, Store::Pgvector];
+
+    /// Which way a score from this store reads under `metric`. Chroma
+    /// answers a distance for every metric; pgvector's operators are
+    /// distances too, except that Carrel reads `<#>` (the negative inner
+    /// product) as the inner product itself, a similarity.
+    pub fn direction(self, metric: Metric) -> Direction {
+        match (self, metric) {
+            (Store::Chroma, _) => CHROMA_DIRECTION,
+            (Store::Pgvector, Metric::InnerProduct) => Direction::HigherIsCloser,
+            (Store::Pgvector, Metric::Cosine | Metric::L2) => Direction::LowerIsCloser,
+        }
+    }
+}
+
+/// The pre-rerank field's label for a store and a metric, for a form that
+/// has not saved its source yet.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct LimitLabel {
+    pub store: Store,
+    pub metric: Metric,
+    pub label: String,
+}
+
+/// Every store and metric's label, from [`Store::direction`].
+pub fn limit_labels() -> Vec<LimitLabel> {
+    Store::ALL
+        .into_iter()
+        .flat_map(|store| {
+            Metric::ALL.into_iter().map(move |metric| LimitLabel {
+                store,
+                metric,
+                label: store.direction(metric).limit_label().into(),
+            })
+        })
+        .collect()
+}
+
 impl Kind {
-    /// Which way this source's scores read under `metric`. (Qdrant would
-    /// answer a similarity for cosine and dot and a distance for euclidean.)
-    pub fn direction(&self, _metric: Metric) -> Direction {
+    pub fn store(&self) -> Store {
         match self {
-            Kind::Chroma { .. } => CHROMA_DIRECTION,
+            Kind::Chroma { .. } => Store::Chroma,
+            Kind::Pgvector { .. } => Store::Pgvector,
         }
     }
 
-    /// The collection this names.
-    pub fn collection(&self) -> chroma::Collection<'_> {
+    /// Which way this source's scores read under `metric`.
+    pub fn direction(&self, metric: Metric) -> Direction {
+        self.store().direction(metric)
+    }
+
+    /// The adapter for the collection this names.
+    pub fn collection(&self) -> Box<dyn Collection + '_> {
         match self {
             Kind::Chroma {
                 url,
                 tenant,
                 database,
                 collection,
-            } => chroma::Collection {
+            } => Box::new(chroma::Collection {
                 url,
                 tenant,
                 database,
                 name: collection,
-            },
+            }),
+            Kind::Pgvector {
+                url,
+                table,
+                vector_column,
+            } => Box::new(pgvector::Table {
+                url,
+                table,
+                vector_column,
+            }),
         }
     }
 
-    /// Where it is, for a person.
+    /// Where it is, for a person (a password in a URL is never shown).
     pub fn describe(&self) -> String {
-        let c = self.collection();
-        format!("chroma {} {}/{}/{}", c.url, c.tenant, c.database, c.name)
+        match self {
+            Kind::Chroma {
+                url,
+                tenant,
+                database,
+                collection,
+            } => format!("chroma {url} {tenant}/{database}/{collection}"),
+            Kind::Pgvector {
+                url,
+                table,
+                vector_column,
+            } => format!(
+                "pgvector {} {table}.{vector_column}",
+                pgvector::without_password(url)
+            ),
+        }
     }
 }
 
@@ -214,7 +342,9 @@ pub struct Declared {
 /// What discovery read from the collection itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
 pub struct Discovery {
-    pub metric: Metric,
+    /// None when the collection fixes no metric (a pgvector column with no
+    /// vector index is searched exactly, under whichever the query names).
+    pub metric: Option<Metric>,
     /// None while the collection holds no vector.
     pub dimensions: Option<u32>,
     /// The payload keys found on the points sampled (`#document` when they
@@ -222,6 +352,14 @@ pub struct Discovery {
     pub keys: Vec<String>,
     pub points: u32,
     pub read_at: i64,
+}
+
+impl Discovery {
+    /// The metric read, or why there is none, for a person.
+    pub fn metric_label(&self) -> &'static str {
+        self.metric
+            .map_or("none fixed (no vector index)", Metric::as_str)
+    }
 }
 
 /// Who accepted that an unscoped source may return any of its points, when,
@@ -450,10 +588,12 @@ pub fn schema_error(declared: &Declared, discovery: Option<&Discovery>) -> Optio
     let Some(found) = discovery else {
         return Some(SchemaError::NeverRead);
     };
-    if found.metric != declared.metric {
+    if let Some(metric) = found.metric
+        && metric != declared.metric
+    {
         return Some(SchemaError::Metric {
             declared: declared.metric,
-            found: found.metric,
+            found: metric,
         });
     }
     match found.dimensions {
@@ -537,7 +677,9 @@ pub fn adopt(source: &mut Source) -> bool {
     let Some(found) = &source.discovery else {
         return false;
     };
-    source.declared.metric = found.metric;
+    if let Some(metric) = found.metric {
+        source.declared.metric = metric;
+    }
     if let Some(d) = found.dimensions {
         source.declared.dimensions = d;
     }
@@ -622,7 +764,7 @@ mod tests {
             },
             enabled: true,
             discovery: Some(Discovery {
-                metric: Metric::Cosine,
+                metric: Some(Metric::Cosine),
                 dimensions: Some(384),
                 keys: vec!["#document".into(), "client".into()],
                 points: 2,
@@ -656,7 +798,7 @@ mod tests {
             Some(SkipReason::NoCrossEncoder { .. })
         ));
         let mut s = source();
-        s.discovery.as_mut().unwrap().metric = Metric::L2;
+        s.discovery.as_mut().unwrap().metric = Some(Metric::L2);
         assert_eq!(
             skip_reason(&s, &CE),
             Some(SkipReason::Schema {

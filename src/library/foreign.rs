@@ -66,7 +66,9 @@ impl Library {
     ) -> Result<Option<String>> {
         let source = match saved::get(&self.store, name)? {
             Some(mut old) => {
-                if declared.scope.is_some() {
+                // An acknowledgement accepted this collection unscoped: a
+                // scope, or another collection, ends it.
+                if declared.scope.is_some() || old.at != at {
                     old.acknowledgement = None;
                 }
                 old.at = at;

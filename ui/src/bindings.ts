@@ -301,7 +301,11 @@ export type Direction = "higher_is_closer" | "lower_is_closer";
 
 /**  What discovery read from the collection itself. */
 export type Discovery = {
-	metric: Metric,
+	/**
+	 *  None when the collection fixes no metric (a pgvector column with no
+	 *  vector index is searched exactly, under whichever the query names).
+	 */
+	metric: Metric | null,
 	/**  None while the collection holds no vector. */
 	dimensions: number | null,
 	/**
@@ -518,7 +522,18 @@ export type Kb = string;
 /**  Where a source lives. Each kind says which way its scores read. */
 export type Kind = 
 /**  A collection on a Chroma server, over its HTTP API (v2). */
-{ kind: "chroma"; url: string; tenant: string; database: string; collection: string };
+{ kind: "chroma"; url: string; tenant: string; database: string; collection: string } | 
+/**
+ *  A PostgreSQL table with a pgvector column; the text and scope are
+ *  columns too (the declaration's text key and scope key).
+ */
+{ kind: "pgvector"; 
+/**  A PostgreSQL connection URL (`postgresql://user@host:port/db`). */
+url: string; 
+/**  The table, `schema.table` or `table`. */
+table: string; 
+/**  Its `vector` column. */
+vector_column: string };
 
 /**  A lane's state, as the UI and JSON name it. */
 export type LaneState = "ready" | "weak" | "unavailable" | "failed";
@@ -551,6 +566,16 @@ export type LibraryChanged = {
 	removed: number,
 	/**  A watch that could not be read, in a sentence. */
 	error: string | null,
+};
+
+/**
+ *  The pre-rerank field's label for a store and a metric, for a form that
+ *  has not saved its source yet.
+ */
+export type LimitLabel = {
+	store: Store,
+	metric: Metric,
+	label: string,
 };
 
 /**  A document with the state to show for it (the app's list). */
@@ -634,9 +659,12 @@ export type Mentioned = {
 
 /**  A collection's distance function, as its store names it. */
 export type Metric = "cosine" | 
-/**  Squared Euclidean (Chroma's `l2`). */
+/**
+ *  Euclidean (Chroma's `l2` answers its square, pgvector's `<->` the
+ *  distance itself).
+ */
 "l2" | 
-/**  Inner product (Chroma's `ip`). */
+/**  Inner product (Chroma's `ip`, pgvector's `<#>`). */
 "inner_product";
 
 export type Outcome = { state: "answered"; statements: Statement[]; check: CheckSummary } | 
@@ -866,13 +894,20 @@ export type Source = {
 	last_used: LastUse | null,
 };
 
-/**  A Chroma collection as the Sources screen's form declares it. */
+/**
+ *  A source as the Sources screen's form declares it: a Chroma collection
+ *  (`collection`, and optionally `tenant` and `database`), or a PostgreSQL
+ *  table's pgvector column (`table`, `vector_column`).
+ */
 export type SourceInput = {
 	name: string,
+	store: Store,
 	url: string,
-	collection: string,
+	collection: string | null,
 	tenant: string | null,
 	database: string | null,
+	table: string | null,
+	vector_column: string | null,
 	metric: Metric,
 	dimensions: number,
 	text_key: string | null,
@@ -934,8 +969,8 @@ export type SourceView = {
 export type SourcesNow = {
 	sources: SourceView[],
 	note: string | null,
-	/**  The pre-rerank field's label for a new Chroma source. */
-	new_limit_label: string,
+	/**  The pre-rerank field's label for a new source, by store and metric. */
+	limit_labels: LimitLabel[],
 };
 
 export type Statement = {
@@ -944,6 +979,9 @@ export type Statement = {
 	citations: number[],
 	check: CitationCheck,
 };
+
+/**  The kinds of store a source can live in, apart from where. */
+export type Store = "chroma" | "pgvector";
 
 export type SubjectHit = {
 	doc: number,

@@ -795,7 +795,11 @@ test("Settings → Sources shows each source's skip reason as the engine words i
     }),
     doctor: () => { throw { kind: "internal", message: "not under test" }; },
     list_foreign_sources: () => ({
-      new_limit_label: "Maximum distance",
+      limit_labels: [
+        { store: "chroma", metric: "cosine", label: "Maximum distance" },
+        { store: "pgvector", metric: "cosine", label: "Maximum distance" },
+        { store: "pgvector", metric: "inner_product", label: "Minimum score" },
+      ],
       note: null,
       sources: [{
         name: "crm", at: { kind: "chroma", url: "http://127.0.0.1:8000", tenant: "t", database: "d", collection: "notes" },
@@ -833,9 +837,17 @@ test("Settings → Sources shows each source's skip reason as the engine words i
   await page.locator("#ack-by").fill("Ana");
   await page.getByRole("button", { name: "I accept" }).click();
   await page.getByRole("alert").filter({ hasText: "ack crm by Ana" }).waitFor();
-  // The add form's limit is labelled as the engine names it for Chroma.
+  // The add form's limit is labelled as the engine names it for the store
+  // and metric chosen: a pgvector inner product is a minimum score.
   await page.getByTestId("add-source").click();
   assert.match(await page.locator('label[for="src-limit"]').innerText(), /^Maximum distance/);
+  await page.locator("#src-store").selectOption("pgvector");
+  assert.equal(await page.locator("#src-collection").count(), 0);
+  await page.locator("#src-table").waitFor();
+  assert.match(await page.locator("#src-url").inputValue(), /^postgresql:/);
+  assert.match(await page.locator('label[for="src-limit"]').innerText(), /^Maximum distance/);
+  await page.locator("#src-metric").selectOption("inner_product");
+  assert.match(await page.locator('label[for="src-limit"]').innerText(), /^Minimum score/);
   assert.deepEqual(errors, []);
   await page.close();
 });
