@@ -117,8 +117,8 @@ bench: models
 ## added query latency with 1, 2 and 4 sources.
 bench-foreign: models
 	$(CARGO) build --release --bin carrel
-	chroma=$$(./tools/setup-chroma.sh) && \
-	  "$$(dirname "$$chroma")/python" bench/foreign.py $(BIN)/release/carrel "$$chroma" fixtures/labelled $(BIN)/bench-foreign
+	chroma=$$(./tools/setup-chroma.sh) && pgserver=$$(./tools/setup-pgvector.sh) && \
+	  "$$(dirname "$$chroma")/python" bench/foreign.py $(BIN)/release/carrel "$$chroma" fixtures/labelled $(BIN)/bench-foreign "$$pgserver"
 
 ## MCP round trip of `search` on a 1,000-document library (Cranfield), with
 ## the real Python MCP client over stdio and over HTTP (`carrel serve`) in one

@@ -11,7 +11,11 @@
 2. Added query latency with 1, 2 and 4 sources (the same collection under
    several names): `elsewhere.ms` of each `carrel match`, p50 and p95.
 
-Usage: foreign.py CARREL_BIN CHROMA_BIN SET_DIR WORK_DIR
+3. The same split, its foreign half in a PostgreSQL table with a pgvector
+   column (PyPI pgserver; run as `nobody` when this runs as root): nDCG@10,
+   noise, and one pgvector source's added latency.
+
+Usage: foreign.py CARREL_BIN CHROMA_BIN SET_DIR WORK_DIR PGSERVER_SITE
 """
 
 import json
@@ -23,10 +27,11 @@ import sqlite3
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
-carrel, chroma_bin, set_dir, work = sys.argv[1:5]
+carrel, chroma_bin, set_dir, work, pgserver_site = sys.argv[1:6]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 env = dict(os.environ, CARREL_LOG="error")
@@ -50,6 +55,45 @@ def http(method, url, body=None):
     req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
     with urllib.request.urlopen(req) as r:
         return json.load(r)
+
+
+servers = []
+
+
+def start_postgres(points):
+    """A PostgreSQL with pgvector holding `points` in table `half`; its URL."""
+    root = os.geteuid() == 0
+    # Where its user can reach (a work dir under root's home is not).
+    pg = tempfile.mkdtemp(prefix="carrel-bench-pg-")
+    os.chmod(pg, 0o755)
+    os.makedirs(os.path.join(pg, "sock"))
+    if root:
+        for d in ("pgserver", "pgserver.libs"):
+            shutil.copytree(os.path.join(pgserver_site, d), os.path.join(pg, d), symlinks=True)
+        subprocess.run(["chown", "-R", "nobody:nogroup", pg], check=True)
+    bin_dir = os.path.join(pg if root else pgserver_site, "pgserver/pginstall/bin")
+    as_user = {"user": "nobody", "group": "nogroup"} if root else {}
+    subprocess.run([f"{bin_dir}/initdb", "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C",
+                    "-D", f"{pg}/data"], check=True, capture_output=True, cwd=pg, **as_user)
+    port = free_port()
+    servers.append(subprocess.Popen([f"{bin_dir}/postgres", "-D", f"{pg}/data", "-p", str(port),
+                                     "-c", "listen_addresses=127.0.0.1", "-k", f"{pg}/sock"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=pg, **as_user))
+    servers.append(pg)
+    pg_url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    sql = ["CREATE EXTENSION vector;",
+           "CREATE TABLE half (id text PRIMARY KEY, body text, doc text, embedding vector(384));"]
+    quote = lambda t: "'" + t.replace("'", "''") + "'"
+    for pid, text, doc, vec in points:
+        sql.append(f"INSERT INTO half VALUES ({quote(pid)}, {quote(text)}, {quote(doc)}, '[{','.join(map(str, vec))}]');")
+    sql.append("CREATE INDEX ON half USING hnsw (embedding vector_cosine_ops);")
+    for _ in range(600):
+        if subprocess.run([f"{bin_dir}/pg_isready", "-d", pg_url], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    subprocess.run([f"{bin_dir}/psql", "-q", "-v", "ON_ERROR_STOP=1", pg_url], input="\n".join(sql),
+                   text=True, check=True, capture_output=True)
+    return pg_url
 
 
 port = free_port()
@@ -100,8 +144,9 @@ try:
     r = run(local, "add", *[os.path.join(set_dir, "corpus", d) for d in local_docs])
     assert r.returncode == 0, r.stderr
 
-    def add_source(name):
-        for args in (["source", "add", name, "--chroma", url, "--collection", "half", "--text-key", "#document"],
+    def add_source(name, at=None):
+        at = at or ["--chroma", url, "--collection", "half", "--text-key", "#document"]
+        for args in (["source", "add", name, *at],
                      ["source", "acknowledge", name, "--by", "bench"], ["source", "enable", name]):
             r = run(local, *args)
             assert r.returncode == 0, r.stdout + r.stderr
@@ -111,26 +156,38 @@ try:
         ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(relevant))))
         return dcg / ideal if ideal else 0.0
 
+    def judge(label):
+        local_only, with_elsewhere, noise_leaks, noise = [], [], 0, 0
+        for q in queries:
+            m = json.loads(run(local, "match", q["text"], "--json").stdout)
+            topic = [os.path.basename(h["locations"][0]["source"]) for h in m["topic"]["hits"]]
+            elsewhere = []
+            for h in m["elsewhere"]["hits"]:
+                d = point_doc[h["point"]]
+                if d not in elsewhere and d not in topic:
+                    elsewhere.append(d)
+            if q["_id"] in qrels:
+                local_only.append(ndcg(topic, qrels[q["_id"]]))
+                with_elsewhere.append(ndcg(topic + elsewhere, qrels[q["_id"]]))
+            else:
+                noise += 1
+                noise_leaks += bool(m["elsewhere"]["hits"])
+        n = len(local_only)
+        print(f"[{label}] split {len(local_docs)} local / {len(foreign_docs)} foreign documents ({len(points)} points), {n} relevant and {noise} noise queries")
+        print(f"[{label}] nDCG@10 local topic lane only: {sum(local_only) / n:.3f}; local topic lane, then Elsewhere: {sum(with_elsewhere) / n:.3f}")
+        print(f"[{label}] noise queries with a foreign point admitted: {noise_leaks} of {noise}")
+
+    def latency(label, sources):
+        ms = []
+        for q in queries[:20]:
+            m = json.loads(run(local, "match", q["text"], "--json").stdout)
+            states = {s["outcome"]["state"] for s in m["elsewhere"]["sources"]}
+            assert states == {"read"}, m["elsewhere"]["sources"]
+            ms.append(m["elsewhere"]["ms"])
+        print(f"[{label}] {sources} source(s): added latency p50 {pct(ms, 0.5):.1f} ms, p95 {pct(ms, 0.95):.1f} ms (20 queries)")
+
     add_source("half")
-    local_only, with_elsewhere, noise_leaks, noise = [], [], 0, 0
-    for q in queries:
-        m = json.loads(run(local, "match", q["text"], "--json").stdout)
-        topic = [os.path.basename(h["locations"][0]["source"]) for h in m["topic"]["hits"]]
-        elsewhere = []
-        for h in m["elsewhere"]["hits"]:
-            d = point_doc[h["point"]]
-            if d not in elsewhere and d not in topic:
-                elsewhere.append(d)
-        if q["_id"] in qrels:
-            local_only.append(ndcg(topic, qrels[q["_id"]]))
-            with_elsewhere.append(ndcg(topic + elsewhere, qrels[q["_id"]]))
-        else:
-            noise += 1
-            noise_leaks += bool(m["elsewhere"]["hits"])
-    n = len(local_only)
-    print(f"split {len(local_docs)} local / {len(foreign_docs)} foreign documents ({len(points)} points), {n} relevant and {noise} noise queries")
-    print(f"nDCG@10 local topic lane only: {sum(local_only) / n:.3f}; local topic lane, then Elsewhere: {sum(with_elsewhere) / n:.3f}")
-    print(f"noise queries with a foreign point admitted: {noise_leaks} of {noise}")
+    judge("chroma")
 
     def pct(v, p):
         v = sorted(v)
@@ -141,12 +198,19 @@ try:
         while len(names) < k:
             names.append(f"half{len(names)}")
             add_source(names[-1])
-        ms = []
-        for q in queries[:20]:
-            m = json.loads(run(local, "match", q["text"], "--json").stdout)
-            states = {s["outcome"]["state"] for s in m["elsewhere"]["sources"]}
-            assert states == {"read"}, m["elsewhere"]["sources"]
-            ms.append(m["elsewhere"]["ms"])
-        print(f"{k} source(s): added latency p50 {pct(ms, 0.5):.1f} ms, p95 {pct(ms, 0.95):.1f} ms (20 queries)")
+        latency("chroma", k)
+    for name in names:
+        run(local, "source", "rm", name)
+
+    pg_url = start_postgres(points)
+    add_source("half", ["--pgvector", pg_url, "--table", "half", "--vector-column", "embedding", "--text-key", "body"])
+    judge("pgvector")
+    latency("pgvector", 1)
 finally:
     server.kill()
+    for pg in servers:
+        if isinstance(pg, str):
+            shutil.rmtree(pg, ignore_errors=True)
+        else:
+            pg.send_signal(3)  # SIGQUIT: PostgreSQL's immediate shutdown, its backends too
+            pg.wait()

@@ -382,14 +382,42 @@ pub fn run(
 ) -> Result<()> {
     let mut watcher = Watcher::new()?;
     refresh_other_models(lib, gate);
+    let mut sources_read: Option<Instant> = None;
     while !stop.load(Ordering::SeqCst) {
         if watcher.reloaded.elapsed() >= Duration::from_secs(2) {
             watcher.reload(lib);
+        }
+        if sources_read.is_none_or(|at| at.elapsed() >= SOURCES_READ_EVERY) {
+            read_sources_again(lib);
+            sources_read = Some(Instant::now());
         }
         watcher.sync_dirty(lib, stop, gate, report);
         watcher.take_events()?;
     }
     Ok(())
+}
+
+/// How often [`run`] reads the foreign sources' schemas again (at its start,
+/// then at this interval): a source's schema error follows its server
+/// without anyone pressing Read schema.
+pub const SOURCES_READ_EVERY: Duration = Duration::from_secs(600);
+
+/// The foreign sources' periodic schema sweep; a source that does not
+/// answer keeps its last reading, and says why in the log.
+fn read_sources_again(lib: &mut Library) {
+    match lib.rediscover_foreign_sources(SOURCES_READ_EVERY) {
+        Ok(outcomes) => {
+            for (name, outcome) in outcomes {
+                match outcome {
+                    Ok(()) => tracing::info!(source = %name, "read the source's schema again"),
+                    Err(reason) => {
+                        tracing::warn!(source = %name, %reason, "could not read the source's schema again")
+                    }
+                }
+            }
+        }
+        Err(e) => tracing::warn!("could not read the foreign sources: {e}"),
+    }
 }
 
 /// Documents embedded by another model are invisible to the lanes (which

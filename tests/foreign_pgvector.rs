@@ -309,8 +309,13 @@ fn a_pgvector_table_is_discovered_adopted_scoped_and_read() {
             .contains("now measures l2"),
         "{e}"
     );
-    let (ok, _, _) = carrel(&lib, &["source", "discover", "crm"]);
-    assert!(ok);
+    // The periodic sweep (`carrel watch run`, the app's watcher) reads it
+    // again, and the source says what changed without anyone asking.
+    assert_eq!(row(&lib)["status"], "read by retrieval", "not read yet");
+    let swept = common::open(&lib)
+        .rediscover_foreign_sources(Duration::ZERO)
+        .unwrap();
+    assert_eq!(swept, [("crm".to_string(), Ok(()))]);
     assert_eq!(row(&lib)["skip_reason"]["error"]["found"], "l2");
 
     let (ok, _, _) = carrel(&lib, &["source", "adopt", "crm"]);

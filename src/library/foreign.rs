@@ -160,6 +160,47 @@ impl Library {
         Ok(found)
     }
 
+    /// Reads again the schema of every source last read over `older_than`
+    /// ago (or never): the periodic sweep that lets a source corrected on
+    /// its server lose its stale schema error, and one changed under its
+    /// declaration gain one, without anyone pressing Read schema. Each
+    /// source's outcome, by name; a source that does not answer keeps its
+    /// last reading.
+    pub fn rediscover_foreign_sources(
+        &mut self,
+        older_than: std::time::Duration,
+    ) -> Result<Vec<(String, std::result::Result<(), String>)>> {
+        let due: Vec<Source> = self
+            .foreign_sources()?
+            .into_iter()
+            .filter(|s| {
+                s.discovery
+                    .as_ref()
+                    .is_none_or(|d| crate::store::now() - d.read_at >= older_than.as_secs() as i64)
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for source in due {
+            let read = source.at.collection().discover(foreign::DEFAULT_BUDGET * 4);
+            let outcome = match read {
+                Ok(found) => {
+                    // Read again: only the reading changes, and only while
+                    // the source still names the collection that was read.
+                    if let Some(mut now) = saved::get(&self.store, &source.name)?
+                        && now.at == source.at
+                    {
+                        now.discovery = Some(found);
+                        saved::put(&self.store, &now)?;
+                    }
+                    Ok(())
+                }
+                Err(reason) => Err(reason),
+            };
+            outcomes.push((source.name, outcome));
+        }
+        Ok(outcomes)
+    }
+
     /// Forgets the source called `name`.
     pub fn remove_foreign_source(&mut self, name: &str) -> Result<()> {
         if saved::remove(&self.store, name)? {

@@ -75,6 +75,26 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((v["kb"], v["sources"]), ("default", []))
             tools = {t.name: t for t in (await s.list_tools()).tools}
             self.assertIn("Enabled is not the same as read", tools["sources"].description)
+        # A source declared with the CLI (its server is down, so its schema
+        # was never read): MCP shows the very value the CLI lists, skip
+        # reason and sentence, never its own reading of the gates.
+        subprocess.run([BIN, "source", "add", "crm", "--pgvector", "postgresql://reader@127.0.0.1:1/crm",
+                        "--table", "notes", "--vector-column", "embedding", "--text-key", "body",
+                        "--scope", "client=acme"], env=self.env, capture_output=True, text=True, check=True)
+        try:
+            listed = json.loads(subprocess.run([BIN, "source", "list", "--json"], env=self.env,
+                                               capture_output=True, text=True, check=True).stdout)
+            async with self.session() as s:
+                r = await s.call_tool("sources", {})
+                self.assertFalse(r.is_error, text_of(r))
+                shown = json.loads(text_of(r))["sources"]
+            self.assertEqual(len(shown), 1)
+            for key in ("skip_reason", "status", "change", "limit_label"):
+                self.assertEqual(shown[0][key], listed[0][key], key)
+            self.assertEqual(shown[0]["skip_reason"], {"gate": "not_enabled"})
+            self.assertEqual(shown[0]["at"]["kind"], "pgvector")
+        finally:
+            subprocess.run([BIN, "source", "rm", "crm"], env=self.env, check=True, capture_output=True)
 
     async def test_search_keeps_lanes_apart_with_attribution(self):
         async with self.session() as s:
