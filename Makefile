@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test models lint eval bench bench-scale bench-mcp bench-foreign fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
+.PHONY: run test package package-test models lint eval bench bench-scale bench-mcp bench-foreign fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 APP := $(BIN)/debug/carrel-app
@@ -67,6 +67,16 @@ ui-mock: ui/node_modules
 ## any other selection resolves features differently and rebuilds the tree.
 app: desktop-deps ui
 	$(CARGO) build --all-targets
+
+## A .deb and an .rpm of the release app and CLI with the models inside
+## (tools/package.sh; Tauri's bundler from npm, pinned).
+package: models desktop-deps ui
+	./tools/package.sh
+
+## Installs the .deb with apt (as root), drives the installed app in a real
+## window, removes it and checks the user's library stays.
+package-test: package
+	./tools/package-test.sh
 
 ## Regenerate ui/src/bindings.ts from the Rust types (a test fails when stale).
 bindings:

@@ -30,6 +30,7 @@ pub mod mcp;
 pub mod mention;
 pub mod models;
 pub mod paths;
+pub mod provenance;
 pub mod score;
 pub mod serve;
 pub mod store;

@@ -995,3 +995,62 @@ fn a_library_folder_from_elsewhere_is_put_on_the_shelf_under_its_name_or_a_new_o
     let err = stderr_of_failure(carrel_home(data.path()).args(["kb", "add"]).arg(&theirs));
     assert!(err.contains("is already on the shelf"), "{err}");
 }
+
+/// `carrel --version` names the commit and each model file's fingerprint;
+/// installed by a package (`lib/Carrel/models` above its `bin/`), the
+/// models there are found first, before CARREL_MODELS, and `doctor` says so.
+/// Completions and the man page are printed for a package to install.
+#[test]
+fn version_names_the_commit_and_models_and_a_package_finds_its_own_models() {
+    let out = carrel(std::path::Path::new("/nonexistent"))
+        .arg("--version")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.starts_with(&format!("carrel {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    assert!(text.contains("named by CARREL_MODELS"), "{text}");
+    let embedder = carrel::models::EMBEDDER_ONNX_SHA256;
+    assert!(
+        text.contains(&format!("sha256 {}", &embedder[..12])),
+        "the embedder's fingerprint: {text}"
+    );
+
+    // A package's layout: bin/carrel beside lib/Carrel/models.
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join("bin");
+    let installed = root.path().join(carrel::models::INSTALLED_MODELS);
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(models_dir(), &installed).unwrap();
+    let exe = bin.join("carrel");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("carrel"), &exe).unwrap();
+    let lib = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(&exe)
+        .args(["doctor", "--json"])
+        .env("CARREL_LIBRARY", lib.path())
+        .env("CARREL_MODELS", "/nonexistent")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out.stdout);
+    assert_eq!(v["models_from"], "installed");
+    assert_eq!(v["models_dir"], installed.to_str().unwrap());
+
+    let bash = carrel(lib.path())
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bash.stdout).contains("complete -F _carrel"));
+    let man = carrel(lib.path()).arg("manpage").output().unwrap();
+    assert!(String::from_utf8_lossy(&man.stdout).contains(".TH carrel 1"));
+}

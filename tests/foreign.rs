@@ -31,20 +31,12 @@ impl Drop for Chroma {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start_chroma() -> Chroma {
     let bin = std::env::var("CARREL_CHROMA").expect(
         "CARREL_CHROMA must name a `chroma` command: `make test` sets it (tools/setup-chroma.sh installs PyPI chromadb)",
     );
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
+    let port = common::free_port();
     let child = Command::new(&bin)
         .args([
             "run",
@@ -114,29 +106,6 @@ fn counting_proxy(to: String) -> (String, Arc<AtomicUsize>) {
     (url, count)
 }
 
-const NOTES: &[(&str, &str, &str)] = &[
-    (
-        "acme-1",
-        "acme",
-        "Feeding a sourdough starter: discard half of it, then feed it equal weights of flour and water, once a day at room temperature or once a week in the fridge.",
-    ),
-    (
-        "acme-2",
-        "acme",
-        "Acme asked for the invoice for the March delivery of spelt flour to be sent to their accounts team.",
-    ),
-    (
-        "zen-1",
-        "zen",
-        "Servicing a bicycle chain: clean it with degreaser, dry it, and put one drop of chain lubricant on each roller, then wipe off the excess.",
-    ),
-    (
-        "zen-2",
-        "zen",
-        "Zen Cycles reported a late payment on the wheel truing order; a reminder went out on Friday.",
-    ),
-];
-
 /// A collection named `name` with `space`, holding the notes embedded by
 /// Carrel's own embedder (the model the source declares).
 fn fill(chroma: &str, name: &str, space: &str, lib: &Path) {
@@ -152,17 +121,17 @@ fn fill(chroma: &str, name: &str, space: &str, lib: &Path) {
         .json()
         .unwrap();
     let id = made["id"].as_str().expect("a collection id").to_string();
-    let embeddings: Vec<Vec<f32>> = NOTES
+    let embeddings: Vec<Vec<f32>> = common::NOTES
         .iter()
         .map(|(_, _, text)| library.embed_query(text).unwrap())
         .collect();
     let r = http
         .post(format!("{base}/{id}/add"))
         .json(&json!({
-            "ids": NOTES.iter().map(|n| n.0).collect::<Vec<_>>(),
+            "ids": common::NOTES.iter().map(|n| n.0).collect::<Vec<_>>(),
             "embeddings": embeddings,
-            "documents": NOTES.iter().map(|n| n.2).collect::<Vec<_>>(),
-            "metadatas": NOTES.iter().map(|n| json!({"client": n.1})).collect::<Vec<_>>(),
+            "documents": common::NOTES.iter().map(|n| n.2).collect::<Vec<_>>(),
+            "metadatas": common::NOTES.iter().map(|n| json!({"client": n.1})).collect::<Vec<_>>(),
         }))
         .send()
         .unwrap();

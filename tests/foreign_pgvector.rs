@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -30,14 +29,6 @@ impl Drop for Postgres {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGQUIT) };
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The user PostgreSQL runs as when the tests run as root (it refuses root).
@@ -108,7 +99,7 @@ fn start_postgres() -> Postgres {
         "initdb: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let port = free_port();
+    let port = common::free_port();
     let child = server_command(bin.join("postgres"), user)
         .arg("-D")
         .arg(&data)
@@ -136,29 +127,6 @@ fn start_postgres() -> Postgres {
     pg
 }
 
-const NOTES: &[(&str, &str, &str)] = &[
-    (
-        "acme-1",
-        "acme",
-        "Feeding a sourdough starter: discard half of it, then feed it equal weights of flour and water, once a day at room temperature or once a week in the fridge.",
-    ),
-    (
-        "acme-2",
-        "acme",
-        "Acme asked for the invoice for the March delivery of spelt flour to be sent to their accounts team.",
-    ),
-    (
-        "zen-1",
-        "zen",
-        "Servicing a bicycle chain: clean it with degreaser, dry it, and put one drop of chain lubricant on each roller, then wipe off the excess.",
-    ),
-    (
-        "zen-2",
-        "zen",
-        "Zen Cycles reported a late payment on the wheel truing order; a reminder went out on Friday.",
-    ),
-];
-
 /// The notes, embedded by Carrel's own embedder (the model the source
 /// declares), in `crm.notes` with a vector index for `opclass`.
 fn fill(url: &str, opclass: &str, lib: &Path) {
@@ -171,7 +139,7 @@ fn fill(url: &str, opclass: &str, lib: &Path) {
          CREATE INDEX notes_embedding ON crm.notes USING hnsw (embedding {opclass});"
     ))
     .unwrap();
-    for (id, client, body) in NOTES {
+    for (id, client, body) in common::NOTES {
         let v = library.embed_query(body).unwrap();
         let literal = format!(
             "[{}]",

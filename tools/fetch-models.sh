@@ -56,12 +56,27 @@ wheel_file() { # name version -> path of the downloaded wheel, fetching it if ne
   echo "$f"
 }
 
+# Every installed file's sha256, in $dest/SHA256SUMS (`sha256sum -c` reads
+# it): what `make package` checks the files against before they go in.
+write_sums() {
+  {
+    for entry in "${FILES[@]}"; do
+      read -r out _ _ want <<<"$entry"
+      echo "$want  $out"
+    done
+    for ce_src in "$(cd "$(dirname "$0")/.." && pwd)"/models/carrel-ce-*; do
+      sed "s|  |  $(basename "$ce_src")/|" "$ce_src/SHA256SUMS"
+    done
+  } > "$dest/SHA256SUMS.part" && mv "$dest/SHA256SUMS.part" "$dest/SHA256SUMS"
+}
+
 missing=0
 for entry in "${FILES[@]}"; do
   read -r out _ _ want <<<"$entry"
   [ -f "$dest/$out" ] && [ "$(sha "$dest/$out")" = "$want" ] || missing=1
 done
 if [ "$missing" = 0 ]; then
+  write_sums
   echo "models: all files present and verified in $dest"
   exit 0
 fi
@@ -83,4 +98,5 @@ PY
     [ "$(sha "$dest/$out")" = "$fsha" ] || { echo "checksum mismatch for $dest/$out" >&2; exit 1; }
   done
 done
+write_sums
 echo "models: fetched and verified into $dest"

@@ -245,6 +245,15 @@ pub async fn doctor(state: State<'_, AppState>) -> Result<Doctor> {
     with_library(&state, |l| l.doctor()).await
 }
 
+/// Settings → About: the version, the commit and the fingerprints of the
+/// model files in use (hashed when asked, off the UI thread).
+#[tauri::command]
+#[specta::specta]
+pub async fn about(state: State<'_, AppState>) -> Result<carrel::provenance::Provenance> {
+    let models = state.settings().library_config()?.models;
+    blocking(move || Ok(carrel::provenance::Provenance::of(&models))).await
+}
+
 #[tauri::command]
 #[specta::specta]
 pub async fn pick_files(app: AppHandle) -> Result<Vec<String>> {

@@ -48,6 +48,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::chat_history,
             commands::clear_chat,
             commands::doctor,
+            commands::about,
             commands::pick_files,
             commands::pick_folder,
             commands::open_original,

@@ -9,5 +9,5 @@ fn main() {
     // Named fault points (`FAILPOINTS=watch::events_lost=return`), as the
     // CLI reads them: how the e2e makes the watcher die. Inert when unset.
     let _faults = fail::FailScenario::setup();
-    carrel_app::run(tauri::generate_context!("../tauri.conf.json"), started);
+    carrel_app::run(tauri::generate_context!(), started);
 }

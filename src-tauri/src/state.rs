@@ -102,7 +102,7 @@ impl Settings {
 
     pub fn library_config(&self) -> Result<LibraryConfig> {
         let (dir, _) = self.library_in_use()?;
-        let mut models = ModelConfig::new(ModelConfig::default_dir()?);
+        let mut models = ModelConfig::located()?;
         models.threads = self.threads.max(1) as usize;
         if let Some(jobs) = self.jobs {
             models.jobs = jobs.max(1) as usize;

@@ -3,8 +3,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use carrel::cli::{Cli, run};
 
 fn main() -> ExitCode {
@@ -31,7 +29,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = Cli::from_args();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -33,7 +33,11 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             "schema        v{}   sqlite-vec {}",
             d.schema_version, d.sqlite_vec
         );
-        println!("models dir    {}", d.models_dir.display());
+        println!(
+            "models dir    {}   ({})",
+            d.models_dir.display(),
+            d.models_from.describe()
+        );
         println!("runtime       {}", show(&d.runtime));
         println!("embedder      {}", show(&d.embedder));
         println!("reranker      {}", show(&d.reranker));

@@ -8,6 +8,7 @@
 
 mod add;
 mod ask;
+mod completions;
 mod doctor;
 mod eval;
 mod kb;
@@ -51,8 +52,10 @@ pub struct Cli {
     /// of --library
     #[arg(long, global = true, conflicts_with = "library")]
     kb: Option<String>,
-    /// Folder with the ONNX Runtime library and the models (`make models` fills it)
-    #[arg(long, env = "CARREL_MODELS", global = true)]
+    /// Folder with the ONNX Runtime library and the models [default: those
+    /// installed with the package, else $CARREL_MODELS, else models/ in the
+    /// platform data dir, which `make models` fills]
+    #[arg(long, global = true)]
     models: Option<PathBuf>,
     /// Cross-encoder folder for the subject lane (model.onnx + tokenizer
     /// files) [default: Carrel's own, in the models folder]
@@ -115,6 +118,36 @@ enum Command {
     /// beside the library behind six gates and admitted only on the
     /// cross-encoder's scale
     Source(source::Args),
+    /// Print the completion script for a shell (bash, zsh, fish, ...)
+    Completions(completions::Args),
+    /// Print the man page, carrel(1), in roff
+    #[command(hide = true)]
+    Manpage,
+}
+
+impl Cli {
+    /// Parses this process's command line. `--version` prints the version,
+    /// the commit and the fingerprints of the model files found by default
+    /// (hashed only when asked for).
+    pub fn from_args() -> Cli {
+        use clap::{CommandFactory, FromArgMatches};
+
+        let mut command = Cli::command();
+        if std::env::args().any(|a| a == "--version") {
+            let models = ModelConfig::located()
+                .map(|m| crate::provenance::Provenance::of(&m).describe())
+                .unwrap_or_else(|e| {
+                    format!(
+                        "{} (commit {})
+models  {e}",
+                        crate::provenance::VERSION,
+                        crate::provenance::COMMIT
+                    )
+                });
+            command = command.long_version(Box::leak(models.into_boxed_str()) as &'static str);
+        }
+        Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+    }
 }
 
 /// Runs the subcommand `cli` names; the exit code says whether it did what
@@ -137,6 +170,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Doctor(args) => doctor::exec(&cli, args),
         Command::Kb(args) => kb::exec(&cli, args),
         Command::Source(args) => source::exec(&cli, args),
+        Command::Completions(args) => completions::exec(args),
+        Command::Manpage => completions::manpage(),
     }
 }
 
@@ -176,10 +211,10 @@ fn isolation(cli: &Cli) -> crate::extract::worker::Isolation {
 
 /// The models folder and thread count the flags and environment ask for.
 fn models(cli: &Cli) -> Result<ModelConfig, Error> {
-    let mut models = ModelConfig::new(match &cli.models {
-        Some(d) => d.clone(),
-        None => ModelConfig::default_dir()?,
-    });
+    let mut models = match &cli.models {
+        Some(d) => ModelConfig::new(d.clone()),
+        None => ModelConfig::located()?,
+    };
     models.threads = cli.threads;
     models.jobs = cli.jobs.unwrap_or(models.jobs).max(1);
     models.worker_memory_mb = cli.worker_memory_mb;

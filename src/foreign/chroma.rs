@@ -178,13 +178,7 @@ impl super::Collection for Collection<'_> {
         let deadline = Instant::now() + budget;
         let http = client(budget)?;
         let (id, found, _) = self.describe(&http, deadline)?;
-        if found != metric {
-            return Err(format!(
-                "the collection now measures {}, not {}; read its schema again",
-                found.as_str(),
-                metric.as_str()
-            ));
-        }
+        super::still_measures(metric, Some(found))?;
         let mut ask = json!({
             "query_embeddings": [vector],
             "n_results": n,

@@ -255,6 +255,21 @@ pub fn limit_labels() -> Vec<LimitLabel> {
         .collect()
 }
 
+/// A query's check, in every adapter, that the collection still measures
+/// the declared `metric` (`found` read just before it asks; none: the
+/// collection fixes no metric). Its scores would otherwise be read the
+/// wrong way, so the query fails instead.
+pub fn still_measures(metric: Metric, found: Option<Metric>) -> Result<(), Failure> {
+    match found {
+        Some(found) if found != metric => Err(format!(
+            "the collection now measures {}, not {}; read its schema again",
+            found.as_str(),
+            metric.as_str()
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Kind {
     pub fn store(&self) -> Store {
         match self {

@@ -241,15 +241,7 @@ impl super::Collection for Table<'_> {
         let deadline = Instant::now() + budget;
         let mut db = self.connect(deadline)?;
         let column = self.column(&mut db)?;
-        if let Some(found) = column.metric
-            && found != metric
-        {
-            return Err(format!(
-                "the column's index now measures {}, not {}; read its schema again",
-                found.as_str(),
-                metric.as_str()
-            ));
-        }
+        super::still_measures(metric, column.metric)?;
         let (op, sign) = operator(metric);
         let id = column.key.as_deref().map_or("ctid".to_string(), quoted);
         let (table, vec, text) = (

@@ -16,6 +16,9 @@ pub struct Doctor {
     pub schema_version: i64,
     pub sqlite_vec: String,
     pub models_dir: PathBuf,
+    /// How the models folder was found (installed with the package,
+    /// `CARREL_MODELS`, the data dir, or named by `--models`).
+    pub models_from: models::ModelsFrom,
     pub runtime: HealthCheck,
     pub embedder: HealthCheck,
     /// The subject lane's cross-encoder: which one is active, by id.
@@ -115,6 +118,7 @@ impl Library {
             schema_version: self.store.schema_version()?,
             sqlite_vec: self.store.vec_version()?,
             models_dir: models.dir.clone(),
+            models_from: models.from,
             runtime,
             embedder,
             reranker,

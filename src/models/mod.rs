@@ -62,10 +62,46 @@ pub const DEFAULT_THREADS: usize = 1;
 /// configured batch pads little.
 pub const DEFAULT_BATCH: usize = 1;
 
+/// Where the models folder was found, in the order it is looked for when
+/// none is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelsFrom {
+    /// Named by the caller (`--models`, a test).
+    Given,
+    /// Installed with the program (the package's `lib/Carrel/models`, beside
+    /// its `bin/`).
+    Installed,
+    /// `CARREL_MODELS`.
+    Env,
+    /// `models/` in the platform data dir (`make models` fills it).
+    DataDir,
+}
+
+impl ModelsFrom {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ModelsFrom::Given => "named by --models",
+            ModelsFrom::Installed => "installed with the package",
+            ModelsFrom::Env => "named by CARREL_MODELS",
+            ModelsFrom::DataDir => "the data dir (make models)",
+        }
+    }
+}
+
+/// Where a package puts the models, relative to the folder above the
+/// program's own `bin/` (`/usr/bin/carrel` → `/usr/lib/Carrel/models`): the
+/// Tauri bundler's resource folder for the product name in
+/// `src-tauri/tauri.conf.json`, whose resources `make package` maps to
+/// `models/`.
+pub const INSTALLED_MODELS: &str = "lib/Carrel/models";
+
 /// Where the models live and how to run them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelConfig {
     pub dir: PathBuf,
+    /// How `dir` was found.
+    pub from: ModelsFrom,
     pub threads: usize,
     pub max_length: usize,
     pub batch_size: usize,
@@ -82,6 +118,7 @@ impl ModelConfig {
     pub fn new(dir: PathBuf) -> Self {
         ModelConfig {
             dir,
+            from: ModelsFrom::Given,
             threads: DEFAULT_THREADS,
             max_length: DEFAULT_MAX_LENGTH,
             batch_size: DEFAULT_BATCH,
@@ -91,13 +128,29 @@ impl ModelConfig {
         }
     }
 
-    /// `CARREL_MODELS` if set, else `models/` in the platform data dir beside
-    /// the default library.
+    /// The models folder when none is given: installed with the program
+    /// (a package), else `CARREL_MODELS`, else `models/` in the platform
+    /// data dir beside the default library.
+    pub fn located() -> Result<ModelConfig> {
+        let (dir, from) = if let Some(dir) = installed_models() {
+            (dir, ModelsFrom::Installed)
+        } else if let Some(dir) = std::env::var_os("CARREL_MODELS") {
+            (PathBuf::from(dir), ModelsFrom::Env)
+        } else {
+            (
+                crate::paths::default_data_dir()?.join("models"),
+                ModelsFrom::DataDir,
+            )
+        };
+        Ok(ModelConfig {
+            from,
+            ..ModelConfig::new(dir)
+        })
+    }
+
+    /// The folder [`ModelConfig::located`] finds.
     pub fn default_dir() -> Result<PathBuf> {
-        if let Some(dir) = std::env::var_os("CARREL_MODELS") {
-            return Ok(PathBuf::from(dir));
-        }
-        Ok(crate::paths::default_data_dir()?.join("models"))
+        Ok(ModelConfig::located()?.dir)
     }
 
     pub fn runtime_path(&self) -> PathBuf {
@@ -115,6 +168,17 @@ impl ModelConfig {
             .clone()
             .unwrap_or_else(|| self.dir.join(RERANKER_NAME))
     }
+}
+
+/// The models installed with this program, if it was installed by a
+/// package: [`INSTALLED_MODELS`] above its `bin/`, holding the runtime.
+fn installed_models() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    let dir = exe.parent()?.parent()?.join(INSTALLED_MODELS);
+    dir.join("onnxruntime")
+        .join(RUNTIME_FILE)
+        .is_file()
+        .then_some(dir)
 }
 
 /// What produced a vector. `chunk` keys chunk vectors, `card` card vectors.

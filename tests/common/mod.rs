@@ -50,3 +50,37 @@ pub fn carrel_process(lib: &Path) -> std::process::Command {
         .env_remove("CARREL_LOG");
     c
 }
+
+/// A free loopback port (for a server a test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Four notes of two clients, (id, client, text): what the foreign-source
+/// tests put in another system's collection.
+pub const NOTES: &[(&str, &str, &str)] = &[
+    (
+        "acme-1",
+        "acme",
+        "Feeding a sourdough starter: discard half of it, then feed it equal weights of flour and water, once a day at room temperature or once a week in the fridge.",
+    ),
+    (
+        "acme-2",
+        "acme",
+        "Acme asked for the invoice for the March delivery of spelt flour to be sent to their accounts team.",
+    ),
+    (
+        "zen-1",
+        "zen",
+        "Servicing a bicycle chain: clean it with degreaser, dry it, and put one drop of chain lubricant on each roller, then wipe off the excess.",
+    ),
+    (
+        "zen-2",
+        "zen",
+        "Zen Cycles reported a late payment on the wheel truing order; a reminder went out on Friday.",
+    ),
+];

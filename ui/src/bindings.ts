@@ -52,6 +52,11 @@ export const commands = {
 	/**  Forgets this library's chat; returns how many turns went. */
 	clearChat: () => typedError<number, AppError>(__TAURI_INVOKE("clear_chat")),
 	doctor: () => typedError<Doctor, AppError>(__TAURI_INVOKE("doctor")),
+	/**
+	 *  Settings → About: the version, the commit and the fingerprints of the
+	 *  model files in use (hashed when asked, off the UI thread).
+	 */
+	about: () => typedError<Provenance, AppError>(__TAURI_INVOKE("about")),
 	pickFiles: () => typedError<string[], AppError>(__TAURI_INVOKE("pick_files")),
 	pickFolder: () => typedError<string | null, AppError>(__TAURI_INVOKE("pick_folder")),
 	/**
@@ -339,6 +344,11 @@ export type Doctor = {
 	schema_version: number,
 	sqlite_vec: string,
 	models_dir: string,
+	/**
+	 *  How the models folder was found (installed with the package,
+	 *  `CARREL_MODELS`, the data dir, or named by `--models`).
+	 */
+	models_from: ModelsFrom,
 	runtime: HealthCheck,
 	embedder: HealthCheck,
 	/**  The subject lane's cross-encoder: which one is active, by id. */
@@ -667,6 +677,34 @@ export type Metric = "cosine" |
 /**  Inner product (Chroma's `ip`, pgvector's `<#>`). */
 "inner_product";
 
+/**
+ *  One model file and its fingerprint: the first 12 hex digits of its
+ *  sha256, or why it could not be read.
+ */
+export type ModelFile = {
+	what: string,
+	path: string,
+	sha256_12: string | null,
+	error: string | null,
+};
+
+/**
+ *  Where the models folder was found, in the order it is looked for when
+ *  none is given.
+ */
+export type ModelsFrom = 
+/**  Named by the caller (`--models`, a test). */
+"given" | 
+/**
+ *  Installed with the program (the package's `lib/Carrel/models`, beside
+ *  its `bin/`).
+ */
+"installed" | 
+/**  `CARREL_MODELS`. */
+"env" | 
+/**  `models/` in the platform data dir (`make models` fills it). */
+"data_dir";
+
 export type Outcome = { state: "answered"; statements: Statement[]; check: CheckSummary } | 
 /**  Nothing to answer from; the reason says why and what to do. */
 { state: "no_context"; reason: string } | 
@@ -720,6 +758,17 @@ export type Progress = {
 	chunks_per_s: number | null,
 	/**  Seconds left at the rate so far; none until a document was written. */
 	eta_s: number | null,
+};
+
+/**  The build and the model files it finds. */
+export type Provenance = {
+	version: string,
+	commit: string,
+	models_dir: string,
+	models_from: ModelsFrom,
+	/**  How the folder was found, in words ([`ModelsFrom::describe`]). */
+	models_found: string,
+	files: ModelFile[],
 };
 
 export type Reply = { kind: "answer"; answer: Answer } | 

@@ -815,6 +815,15 @@ test("Settings → Sources shows each source's skip reason as the engine words i
       }],
     }),
     acknowledge_foreign_source: ({ name, by }) => { throw { kind: "internal", message: `ack ${name} by ${by}` }; },
+    about: () => ({
+      version: "0.1.0", commit: "4d1d7da0b2c3", models_dir: "/usr/lib/Carrel/models", models_from: "installed",
+      models_found: "installed with the package",
+      files: [
+        { what: "onnx runtime", path: "/usr/lib/Carrel/models/onnxruntime/libonnxruntime.so.1.24.4", sha256_12: "0f1e2d3c4b5a", error: null },
+        { what: "embedder", path: "/usr/lib/Carrel/models/all-MiniLM-L6-v2/model.onnx", sha256_12: "8199be6f699a", error: null },
+        { what: "cross-encoder", path: "/usr/lib/Carrel/models/carrel-ce-v2/model.onnx", sha256_12: null, error: "No such file or directory (os error 2)" },
+      ],
+    }),
   });
   await page.locator('[data-nav="settings"]').click();
   const row = page.locator('[data-testid="source"][data-name="crm"]');
@@ -837,6 +846,15 @@ test("Settings → Sources shows each source's skip reason as the engine words i
   await page.locator("#ack-by").fill("Ana");
   await page.getByRole("button", { name: "I accept" }).click();
   await page.getByRole("alert").filter({ hasText: "ack crm by Ana" }).waitFor();
+  // About: the version, the commit, where the models were found, and each
+  // model file's fingerprint, or why it could not be read.
+  const about = page.getByTestId("about");
+  await about.getByTestId("about-version").waitFor();
+  assert.equal(await about.getByTestId("about-version").innerText(), "Carrel 0.1.0 (commit 4d1d7da0b2c3)");
+  const aboutText = await about.innerText();
+  assert.match(aboutText, /installed with the package/);
+  assert.match(aboutText, /sha256 8199be6f699a/);
+  assert.match(aboutText, /unreadable: No such file/);
   // The add form's limit is labelled as the engine names it for the store
   // and metric chosen: a pgvector inner product is a minimum score.
   await page.getByTestId("add-source").click();

@@ -16,7 +16,8 @@ const app = process.env.CARREL_APP_BIN;
 const driverBin = process.env.TAURI_DRIVER ?? "tauri-driver";
 const shots = process.env.CARREL_SCREENSHOTS ?? join(repo, "target/e2e-screens");
 assert.ok(app, "CARREL_APP_BIN must name the built app");
-assert.ok(process.env.CARREL_MODELS, "CARREL_MODELS must name the installed models (make models)");
+// The installed package's app finds its own models (make package-test).
+assert.ok(process.env.CARREL_MODELS || process.env.CARREL_INSTALLED, "CARREL_MODELS must name the installed models (make models)");
 assert.ok(process.env.CARREL_CHROMA, "CARREL_CHROMA must name a `chroma` command (tools/setup-chroma.sh)");
 
 const KINDS = [
