@@ -56,7 +56,7 @@ print(json.dumps({
     "bundle": {
         "active": True,
         "targets": ["deb", "rpm"],
-        "category": "Office",
+        "category": "Productivity",
         "shortDescription": "A local-first document library with chat mentions",
         "longDescription": "Carrel keeps your documents, folders and web pages in one local library, and answers questions about them with cited passages.",
         "resources": resources,
