@@ -11,7 +11,7 @@ use std::path::Path;
 /// wires; the shells (`watch`, `eval`, `mcp`, `cli`) over the facade.
 const LAYERS: &[&str] = &[
     "score", "mention", "kb", "words", "fault", "extract", "error", "paths", "chunk", "card",
-    "models", "store", "ingest", "lanes", "foreign", "answer", "library", "watch", "sweep", "eval",
+    "models", "provenance", "store", "ingest", "lanes", "foreign", "answer", "library", "watch", "sweep", "eval",
     "mcp", "serve", "cli",
 ];
 
