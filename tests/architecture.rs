@@ -10,9 +10,30 @@ use std::path::Path;
 /// Bottom to top. Leaves first; the facade (`library`) over everything it
 /// wires; the shells (`watch`, `eval`, `mcp`, `cli`) over the facade.
 const LAYERS: &[&str] = &[
-    "score", "mention", "kb", "words", "fault", "extract", "error", "paths", "chunk", "card",
-    "models", "provenance", "store", "ingest", "lanes", "foreign", "answer", "library", "watch", "sweep", "eval",
-    "mcp", "serve", "cli",
+    "score",
+    "mention",
+    "kb",
+    "words",
+    "fault",
+    "extract",
+    "error",
+    "paths",
+    "chunk",
+    "card",
+    "models",
+    "provenance",
+    "store",
+    "ingest",
+    "lanes",
+    "foreign",
+    "answer",
+    "library",
+    "watch",
+    "sweep",
+    "eval",
+    "mcp",
+    "serve",
+    "cli",
 ];
 
 fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
