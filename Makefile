@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test package package-test models lint eval bench bench-scale bench-mcp bench-foreign fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
+.PHONY: run test package package-test models lint eval bench bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 APP := $(BIN)/debug/carrel-app
@@ -77,6 +77,13 @@ package: models desktop-deps ui
 ## window, removes it and checks the user's library stays.
 package-test: package
 	./tools/package-test.sh
+
+## The release app's cold start, first answered query and memory, 5 runs in
+## a real window under Xvfb (ui/bench/startup.mjs; drops the page cache
+## before each launch when run as root). Runs in $(BIN)/startup.json.
+bench-startup: package
+	cd ui && CARREL_APP_BIN=$(abspath $(BIN))/release/carrel-app TAURI_DRIVER=$(abspath $(TOOLS))/tauri-driver \
+	  xvfb-run -a -s "-screen 0 1400x900x24" node bench/startup.mjs $(abspath $(BIN))/startup.json
 
 ## Regenerate ui/src/bindings.ts from the Rust types (a test fails when stale).
 bindings:

@@ -15,7 +15,8 @@ target="${CARGO_TARGET_DIR:-target}"
 case "$target" in /*) ;; *) target="$(pwd)/$target" ;; esac
 : "${CARREL_MODELS:?make package names the models folder (make models fills it)}"
 stage="$target/package"
-rm -rf "$stage"
+# Only this build's packages are left in the bundle folder.
+rm -rf "$stage" "$target/release/bundle"
 mkdir -p "$stage/models" "$stage/share"
 
 # The models that go in: every file of the runtime, the embedder and the

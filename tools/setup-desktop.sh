@@ -2,7 +2,8 @@
 # What the desktop shell and its tests need on a fresh Debian machine:
 # the WebKitGTK/GTK development packages Tauri builds against, Xvfb and
 # WebKitWebDriver for the real-window tests, chromium for the browser tests,
-# imagemagick for screenshots of the whole screen; the readers Carrel calls
+# imagemagick for screenshots of the whole screen, desktop-file-utils and
+# rofi to check the installed menu entry and show it as a launcher lists it; the readers Carrel calls
 # as programs: poppler-utils (pdftotext, the second PDF reader, and pdftoppm)
 # and Tesseract with English (OCR of scans and images). Idempotent: installs only
 # what is missing. tauri-driver comes from crates.io, pinned, into
@@ -13,7 +14,7 @@ PACKAGES=(
   build-essential pkg-config libssl-dev file
   libwebkit2gtk-4.1-dev libjavascriptcoregtk-4.1-dev libsoup-3.0-dev libgtk-3-dev
   librsvg2-dev libxdo-dev libayatana-appindicator3-dev
-  xvfb xauth webkit2gtk-driver chromium imagemagick fonts-dejavu-core
+  xvfb xauth webkit2gtk-driver chromium imagemagick fonts-dejavu-core rofi desktop-file-utils
   poppler-utils tesseract-ocr tesseract-ocr-eng
 )
 missing=()
