@@ -21,13 +21,14 @@ pub fn stems(text: &str) -> HashSet<String> {
 /// True when any content term of the query appears in the passage's heading
 /// path or its document's title. A passage with no headings at all (plain
 /// text, abstracts) has nothing for the veto to read beyond a title that may
-/// be a file name, so its document's card key terms stand in for headings.
+/// be a file name, so what its document's card says of its subject (the key
+/// terms and the `what:` line, in `card`) stands in for headings.
 /// A query with no content terms (only stopwords) mentions nothing.
 pub fn mentions(
     query: &HashSet<String>,
     heading_path: &[String],
     title: &str,
-    key_terms: &[String],
+    card: &[String],
 ) -> bool {
     if query.is_empty() {
         return false;
@@ -37,7 +38,7 @@ pub fn mentions(
         context.extend(stems(h));
     }
     if heading_path.is_empty() {
-        for t in key_terms {
+        for t in card {
             context.extend(stems(t));
         }
     }
@@ -80,5 +81,12 @@ mod tests {
         let terms = ["mortgage".to_string()];
         assert!(mentions(&q, &[], "000123", &terms));
         assert!(!mentions(&q, &["Deposits".into()], "000123", &terms));
+        // So does the card's what line (an abstract's opening sentence).
+        let card = [
+            "flow".to_string(),
+            "An experimental study of mortgage rates for first homes.".to_string(),
+        ];
+        assert!(mentions(&q, &[], "000123", &card));
+        assert!(!mentions(&q, &["Deposits".into()], "000123", &card));
     }
 }

@@ -236,17 +236,18 @@ fn judge(
         content,
     } = best;
     let mut passage = store.conn.prepare_cached(
-        "SELECT c.heading_path, c.text, c.page, d.key_terms
+        "SELECT c.heading_path, c.text, c.page, d.key_terms, d.what
          FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = ?1",
     )?;
     // A chunk deleted since the search reads as none.
-    let Some((path_json, text, page, key_terms_json)) = passage
+    let Some((path_json, text, page, key_terms_json, what)) = passage
         .query_row([chunk], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, Option<u32>>(2)?,
                 r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
             ))
         })
         .optional()?
@@ -260,12 +261,15 @@ fn judge(
     let heading_path: Vec<String> = serde_json::from_str(&path_json)
         .map_err(|e| crate::Error::Corrupt(format!("chunk {chunk}: {e}")))?;
     let cosine = Cosine::from_distance(distance);
-    let key_terms: Vec<String> = match key_terms_json {
+    // What the card says of the document's subject: its key terms and its
+    // `what:` line (read by the veto where the passage has no headings).
+    let mut card: Vec<String> = match key_terms_json {
         Some(j) => serde_json::from_str(&j)
             .map_err(|e| crate::Error::Corrupt(format!("card of content {content}: {e}")))?,
         None => Vec::new(),
     };
-    let vetoed = !super::terms::mentions(query_terms, &heading_path, &first.title, &key_terms);
+    card.extend(what);
+    let vetoed = !super::terms::mentions(query_terms, &heading_path, &first.title, &card);
     let decision = match (vetoed, TOPIC_FLOOR.admits(cosine)) {
         (true, _) => Decision::Vetoed,
         (false, true) => Decision::Admitted,
