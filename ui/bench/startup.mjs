@@ -24,8 +24,7 @@ import { execFileSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { remote } from "webdriverio";
-import { removeWhenQuiet, startDriver, stopProcess } from "../test/e2e/harness.mjs";
+import { openSession, removeWhenQuiet, startDriver, stopProcess } from "../test/e2e/harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../..");
 const app = process.env.CARREL_APP_BIN;
@@ -121,12 +120,7 @@ async function launch(i, use) {
   const driver = await startDriver(driverBin, 4544, env, driverLog);
   cold = dropCaches();
   const t0 = performance.now();
-  const browser = await remote({
-    hostname: "127.0.0.1",
-    port: 4544,
-    logLevel: "warn",
-    capabilities: { "wdio:enforceWebDriverClassic": true, "tauri:options": { application: app } },
-  });
+  const browser = await openSession(4544, app);
   try {
     await (await browser.$('[data-nav="chat"]')).waitForDisplayed({ timeout: 120000 });
     const ready = performance.now() - t0;

@@ -8,13 +8,13 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
-import { remote } from "webdriverio";
-import { removeWhenQuiet, startDriver, stopProcess } from "./harness.mjs";
+import { openSession, removeWhenQuiet, startDriver, stopProcess } from "./harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../../..");
 const app = process.env.CARREL_APP_BIN;
 const driverBin = process.env.TAURI_DRIVER ?? "tauri-driver";
 const shots = process.env.CARREL_SCREENSHOTS ?? join(repo, "target/e2e-screens");
+const PORT = 4444;
 assert.ok(app, "CARREL_APP_BIN must name the built app");
 // The installed package's app finds its own models (make package-test).
 assert.ok(process.env.CARREL_MODELS || process.env.CARREL_INSTALLED, "CARREL_MODELS must name the installed models (make models)");
@@ -104,7 +104,7 @@ before(async () => {
   });
   const driverLog = join(shots, "driver.log");
   writeFileSync(driverLog, "");
-  driver = await startDriver(driverBin, 4444, {
+  driver = await startDriver(driverBin, PORT, {
     ...process.env,
     CARREL_LIBRARY: join(home, "library"),
     XDG_DATA_HOME: join(home, "data"),
@@ -114,15 +114,7 @@ before(async () => {
 
 /** A WebDriver session: tauri-driver starts the app for it, and ends it with it. */
 function launchApp() {
-  return remote({
-    hostname: "127.0.0.1",
-    port: 4444,
-    logLevel: "warn",
-    capabilities: {
-      "wdio:enforceWebDriverClassic": true,
-      "tauri:options": { application: app },
-    },
-  });
+  return openSession(PORT, app);
 }
 
 after(async () => {

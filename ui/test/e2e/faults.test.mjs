@@ -10,8 +10,7 @@ import { createServer } from "node:http";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { remote } from "webdriverio";
-import { removeWhenQuiet, startDriver, stopProcess } from "./harness.mjs";
+import { openSession, removeWhenQuiet, startDriver, stopProcess } from "./harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../../..");
 const app = process.env.CARREL_APP_BIN;
@@ -94,15 +93,7 @@ function driverWith(env) {
 }
 
 function launchApp() {
-  return remote({
-    hostname: "127.0.0.1",
-    port: PORT,
-    logLevel: "warn",
-    capabilities: {
-      "wdio:enforceWebDriverClassic": true,
-      "tauri:options": { application: app },
-    },
-  });
+  return openSession(PORT, app);
 }
 
 async function stopApp() {

@@ -3,6 +3,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, rmSync } from "node:fs";
 import { connect } from "node:net";
+import { remote } from "webdriverio";
 
 const pause = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -28,6 +29,23 @@ export async function startDriver(bin, port, env, log) {
     if (tries >= 300) throw new Error(`tauri-driver did not listen on port ${port} within 60 s`);
     await pause(200);
   }
+}
+
+/**
+ * A WebDriver session on the tauri-driver at `port`: the driver starts the
+ * app `application` for it (with the driver's own environment), and ends
+ * the app with it.
+ */
+export function openSession(port, application) {
+  return remote({
+    hostname: "127.0.0.1",
+    port,
+    logLevel: "warn",
+    capabilities: {
+      "wdio:enforceWebDriverClassic": true,
+      "tauri:options": { application },
+    },
+  });
 }
 
 function accepts(port) {

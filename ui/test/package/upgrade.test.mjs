@@ -9,8 +9,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { remote } from "webdriverio";
-import { startDriver, stopProcess } from "../e2e/harness.mjs";
+import { openSession, startDriver, stopProcess } from "../e2e/harness.mjs";
 
 const phase = process.env.PHASE;
 const shots = process.env.CARREL_SCREENSHOTS;
@@ -25,12 +24,7 @@ before(async () => {
   const log = join(shots, `driver-${phase}.log`);
   writeFileSync(log, "");
   driver = await startDriver(process.env.TAURI_DRIVER, 4644, process.env, log);
-  browser = await remote({
-    hostname: "127.0.0.1",
-    port: 4644,
-    logLevel: "warn",
-    capabilities: { "wdio:enforceWebDriverClassic": true, "tauri:options": { application: "/usr/bin/carrel-app" } },
-  });
+  browser = await openSession(4644, "/usr/bin/carrel-app");
 });
 
 after(async () => {
