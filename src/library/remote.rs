@@ -11,8 +11,11 @@ use std::time::Duration;
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::service::ClientInitializeError;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use serde::Deserialize;
 
 use super::hub::{Scorers, SharedMatch};
@@ -172,7 +175,7 @@ impl Remote {
                         let client = ClientConfig::default()
                             .serve(transport)
                             .await
-                            .map_err(|e| self.failed(e.to_string()))?;
+                            .map_err(|e| self.failed(e))?;
                         let result = client
                             .call_tool(request)
                             .await
@@ -204,21 +207,30 @@ impl Remote {
         Ok(text)
     }
 
-    /// A failed connection as a sentence: a refused token is the hub's
-    /// answer, anything else a hub that could not be reached.
-    fn failed(&self, error: String) -> Error {
-        if error.contains("Auth required") || error.contains("401") {
+    /// A failed connection as a sentence, read from the transport's typed
+    /// error (never its words, which hold the URL: a hub on port 35401 is
+    /// not a hub that answered 401). A refused token is the hub's answer;
+    /// anything else is a hub that could not be reached.
+    fn failed(&self, error: ClientInitializeError) -> Error {
+        if error.is_authorization_required() {
             return Error::Remote {
                 url: self.url.clone(),
                 reason: "it refused the read token (HTTP 401): ask the library's owner for a token that opens it".into(),
             };
         }
+        let refused = match &error {
+            ClientInitializeError::TransportError { error, .. } => matches!(
+                error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+                Some(StreamableHttpError::Client(e)) if e.is_connect()
+            ),
+            _ => false,
+        };
         // The transport's own words name its worker types; a person needs
         // to know that nothing answered there.
-        let reason = if error.contains("error sending request") || error.contains("onnect") {
+        let reason = if refused {
             "nothing answered at that address: is `carrel serve` running there, and is the address right?".to_string()
         } else {
-            error
+            error.to_string()
         };
         Error::Unreachable {
             url: self.url.clone(),
@@ -243,5 +255,24 @@ impl crate::answer::Holder for Remote {
         let v: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| self.garbled(format!("its citation check: {e}")))?;
         Ok(v["status"] == "verified" && v["doc"] == p.doc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nothing listens on port 1; the URL holds "401" on purpose: the
+    /// sentence comes from the transport's typed error, not from its words.
+    #[test]
+    fn a_hub_that_is_not_there_is_unreachable_whatever_its_url_says() {
+        let kb = Kb::parse("skeptics").unwrap();
+        let remote = Remote::new("http://127.0.0.1:1/401/mcp", kb, "token");
+        match remote.identity() {
+            Err(Error::Unreachable { reason, .. }) => {
+                assert!(reason.contains("nothing answered"), "{reason}")
+            }
+            other => panic!("expected unreachable, got {:?}", other.map(|_| ())),
+        }
     }
 }
