@@ -19,10 +19,11 @@ pub fn stems(text: &str) -> HashSet<String> {
 }
 
 /// True when any content term of the query appears in the passage's heading
-/// path or its document's title. A passage with no headings at all (plain
-/// text, abstracts) has nothing for the veto to read beyond a title that may
-/// be a file name, so what its document's card says of its subject (the key
-/// terms and the `what:` line, in `card`) stands in for headings.
+/// path or its document's title. A passage with no headings of its own (plain
+/// text, abstracts; a heading path that only repeats the title counts as
+/// none) has nothing for the veto to read beyond a title that may be a file
+/// name, so what its document's card says of its subject (the key terms and
+/// the `what:` line, in `card`) stands in for headings.
 /// A query with no content terms (only stopwords) mentions nothing.
 pub fn mentions(
     query: &HashSet<String>,
@@ -37,7 +38,7 @@ pub fn mentions(
     for h in heading_path {
         context.extend(stems(h));
     }
-    if heading_path.is_empty() {
+    if heading_path.iter().all(|h| h.trim() == title.trim()) {
         for t in card {
             context.extend(stems(t));
         }
@@ -88,5 +89,7 @@ mod tests {
         ];
         assert!(mentions(&q, &[], "000123", &card));
         assert!(!mentions(&q, &["Deposits".into()], "000123", &card));
+        // A heading path that only repeats the title is no headings.
+        assert!(mentions(&q, &["000123".into()], "000123", &card));
     }
 }
