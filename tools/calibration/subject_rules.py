@@ -1,0 +1,109 @@
+"""When may the subject lane fire? Recomputes the lane's firing rule, and the
+alternatives to it, from one `carrel eval --json` run per set: every card the
+lane scored is in `per_query[*].subject_candidates` (cosine, and the
+cross-encoder's logit where it was run), so no rule needs a rerun.
+
+    carrel eval SET --json > SET.json
+    python3 tools/calibration/subject_rules.py SET.json SET/qrels.tsv [MORE.json MORE/qrels.tsv ...]
+
+For each rule and set: the relevant queries it fires on, the share of those
+whose first hit is relevant, and the noise queries it fires on. The first
+rule is the lane's own (`lanes::subject::first_agreed` at `RERANK_FLOOR`);
+its figures must equal what `carrel eval` printed for the set. The last line
+gives, on the first set, the rule that fires on most relevant queries while
+it stays right on at least 90% of them and admits no noise.
+"""
+
+import csv
+import json
+import os
+import sys
+
+LANE_FLOOR = -0.3  # lanes::subject::RERANK_FLOOR
+
+
+def load(run_path, qrels_path):
+    relevant = {}
+    with open(qrels_path, encoding="utf-8") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            if float(row["score"]) > 0:
+                relevant.setdefault(row["query-id"], set()).add(row["corpus-id"])
+    with open(run_path, encoding="utf-8") as f:
+        run = json.load(f)
+    run["dataset"] = os.path.basename(run["dataset"].rstrip("/"))
+    rows = []
+    for qid, q in run["per_query"].items():
+        scored = [c for c in q["subject_candidates"] if c["rerank"] is not None]
+        rows.append((q.get("noise", False), scored, relevant.get(qid, set())))
+    return run, rows
+
+
+def first(scored, key):
+    """Index of the best card by `key`, ties to the earlier (cosine order)."""
+    return max(range(len(scored)), key=lambda i: (scored[i][key], -i))
+
+
+def agreed_or_alone(floor, alone):
+    """The lane's rule (both scorers' first card, at `floor`), or the
+    cross-encoder's first card alone at `alone` and above."""
+    def rule(scored):
+        ce = first(scored, "rerank")
+        top = scored[ce]["rerank"]
+        if (ce == first(scored, "cosine") and top >= floor) or top >= alone:
+            return scored[ce]["doc"]
+        return None
+    return rule
+
+
+def within_cosine_rank(floor, rank):
+    """The cross-encoder's first card, if cosine puts it in its first `rank`."""
+    def rule(scored):
+        ce = first(scored, "rerank")
+        by_cosine = sorted(range(len(scored)), key=lambda i: (-scored[i]["cosine"], i))
+        if by_cosine.index(ce) < rank and scored[ce]["rerank"] >= floor:
+            return scored[ce]["doc"]
+        return None
+    return rule
+
+
+def measure(rows, rule):
+    relevant = fired = right = noise = 0
+    for is_noise, scored, rel in rows:
+        hit = rule(scored) if scored else None
+        if is_noise:
+            noise += hit is not None
+        else:
+            relevant += 1
+            fired += hit is not None
+            right += hit in rel
+    return relevant, fired, right, noise
+
+
+def main(argv):
+    if len(argv) < 2 or len(argv) % 2:
+        sys.exit(__doc__)
+    sets = [load(argv[i], argv[i + 1]) for i in range(0, len(argv), 2)]
+    rules = [("the lane's: agreed, floor %.1f" % LANE_FLOOR, agreed_or_alone(LANE_FLOOR, float("inf")))]
+    rules += [("agreed, floor %.1f" % f, agreed_or_alone(f, float("inf"))) for f in (-1.0, -0.5, 0.0, 1.0)]
+    rules += [("agreed at %.1f, or the cross-encoder alone at %.1f" % (LANE_FLOOR, a), agreed_or_alone(LANE_FLOOR, a))
+              for a in (1.0, 2.0, 2.5, 3.0)]
+    rules += [("cosine's first %d, floor %.1f" % (r, f), within_cosine_rank(f, r))
+              for r in (2, 3) for f in (-0.3, 0.0, 0.5, 1.0)]
+    print("| rule | " + " | ".join("%s: fires on, right, noise" % run["dataset"] for run, _ in sets) + " |")
+    print("|---|" + "---:|" * len(sets))
+    best = None
+    for name, rule in rules:
+        cells = []
+        for k, (_, rows) in enumerate(sets):
+            n, fired, right, noise = measure(rows, rule)
+            cells.append("%d of %d (%.0f%%), %.1f%%, %d" % (fired, n, 100 * fired / n, 100 * right / max(fired, 1), noise))
+            if k == 0 and noise == 0 and right >= 0.9 * fired and (best is None or fired > best[1]):
+                best = (name, fired, n)
+        print("| %s | %s |" % (name, " | ".join(cells)))
+    if best:
+        print("\nmost fired at >= 90%% right and 0 noise on %s: %s, %d of %d (%.0f%%)"
+              % (sets[0][0]["dataset"], best[0], best[1], best[2], 100 * best[1] / best[2]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
