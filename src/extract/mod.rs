@@ -286,7 +286,9 @@ pub enum BrokenReason {
     },
     /// An image in which OCR found no text.
     NoTextInImage,
-    /// A document format (DOCX, EPUB, RTF, …) that parsed and holds no words.
+    /// A file with bytes that parsed and holds no words to index: only
+    /// whitespace or markup, headings with nothing under them, or (DOCX,
+    /// EPUB, RTF, …) only layout and images.
     Blank,
     /// Text in images, and this program, needed to read it, is missing.
     OcrUnavailable(String),
@@ -402,7 +404,7 @@ impl std::fmt::Display for BrokenReason {
             BrokenReason::NoTextInImage => write!(f, "OCR found no text in this image"),
             BrokenReason::Blank => write!(
                 f,
-                "no text: the document holds no words (only layout, images or blank pages)"
+                "no text: it holds no words to index (only whitespace, markup, headings with nothing under them, layout or images)"
             ),
             BrokenReason::OcrUnavailable(program) => write!(
                 f,
@@ -498,8 +500,8 @@ pub fn extract(name: &str, bytes: &[u8], kind: Kind) -> Result<Extracted, Broken
         return Err(match kind {
             Kind::Pdf => BrokenReason::NoText { pages },
             Kind::Image => BrokenReason::NoTextInImage,
-            Kind::Docx | Kind::Odt | Kind::Epub | Kind::Pptx | Kind::Rtf => BrokenReason::Blank,
-            _ => BrokenReason::Empty,
+            // It has bytes (checked above): never "empty file".
+            _ => BrokenReason::Blank,
         });
     }
     Ok(doc)
@@ -761,10 +763,19 @@ mod tests {
     }
 
     #[test]
-    fn whitespace_only_text_is_broken() {
+    fn files_with_bytes_and_no_words_are_blank_not_empty() {
         assert_eq!(
             extract("x.txt", b" \n\n \t\n", Kind::Text),
-            Err(BrokenReason::Empty)
+            Err(BrokenReason::Blank)
+        );
+        // A heading with nothing under it: 4 bytes, so not "no bytes".
+        assert_eq!(
+            extract("x.md", b"# T\n", Kind::Markdown),
+            Err(BrokenReason::Blank)
+        );
+        assert_eq!(
+            extract("x.html", b"<html><body>  </body></html>", Kind::Html),
+            Err(BrokenReason::Blank)
         );
     }
 
