@@ -150,6 +150,11 @@ pub enum Error {
     )]
     LibraryGone(PathBuf),
 
+    #[error(
+        "`{url}` is not a hub's address ({reason}); give the URL `carrel serve` printed, e.g. http://their-machine:7311/mcp"
+    )]
+    BadHubUrl { url: String, reason: String },
+
     #[error("the hub at {url} could not be reached: {reason}")]
     Unreachable { url: String, reason: String },
 

@@ -36,6 +36,27 @@ pub struct Remote {
     token: String,
 }
 
+/// Whether `url` can be a hub's address: an http(s) URL with a host. Said
+/// before anything is asked, so a typo is not reported as a hub that
+/// could not be reached.
+pub fn check_url(url: &str) -> Result<()> {
+    let bad = |reason: &str| Error::BadHubUrl {
+        url: url.to_string(),
+        reason: reason.to_string(),
+    };
+    let parsed = url::Url::parse(url).map_err(|e| match e {
+        url::ParseError::RelativeUrlWithoutBase => bad("it must start with http:// or https://"),
+        e => bad(&e.to_string()),
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad("it must start with http:// or https://"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("it names no host"));
+    }
+    Ok(())
+}
+
 /// A library as another hub's `libraries` tool lists it.
 #[derive(Debug, Clone, Deserialize)]
 struct Listed {
@@ -273,6 +294,21 @@ mod tests {
                 assert!(reason.contains("nothing answered"), "{reason}")
             }
             other => panic!("expected unreachable, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn a_hub_address_must_be_an_http_url_with_a_host() {
+        assert!(check_url("http://their-machine:7311/mcp").is_ok());
+        assert!(check_url("https://10.0.0.2/mcp").is_ok());
+        for bad in [
+            "notaurl",
+            "ftp://host/mcp",
+            "file:///tmp/mcp",
+            "their-machine:7311/mcp",
+        ] {
+            let err = check_url(bad).unwrap_err().to_string();
+            assert!(err.contains("is not a hub's address"), "{bad}: {err}");
         }
     }
 }

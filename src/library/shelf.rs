@@ -27,6 +27,7 @@ pub fn surveyed(in_use: &Path) -> Result<Survey> {
 /// the token opens it: what it says of the library. A name taken by a
 /// library on this machine is refused; one of another hub is replaced.
 pub fn add_remote(in_use: &Path, url: &str, kb: &str, token: &str) -> Result<There> {
+    super::remote::check_url(url)?;
     let kb = Kb::parse(kb)?;
     let path = shelf_path()?;
     let mut shelf = Shelf::load(&path)?;
