@@ -139,7 +139,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                         reason,
                         last_ok,
                     } => println!(
-                        "{kb:<16} UNREACHABLE: {reason}; {}  {folder}",
+                        "{kb:<16} UNREACHABLE ({}): {reason}  {folder}",
                         match last_ok {
                             Some(t) => format!("it last answered {}", super::ago(*t)),
                             None => "it never answered".to_string(),
