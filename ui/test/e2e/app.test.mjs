@@ -246,7 +246,7 @@ test("ask a question: both lanes show apart, and the answer cites checked passag
   assert.ok(cites.length > 0, "the answer cites passages");
   const verified = await browser.$$('.statement[data-check="verified"]');
   assert.ok(verified.length > 0, "at least one statement is verified by the engine's check");
-  assert.match(await (await $t("match-query")).getText(), /starter alive and fed/, "the panel still explains the question sent");
+  assert.match(await (await $t("match-query")).getText(), /starter alive and fed” in @kb:default/, "the panel still explains the question sent, and where");
   assert.equal(await (await $t("match-library")).getText(), "@kb:default", "the panel names the library it searched");
   await shot("05-chat-answer");
   await cites[0].click();
