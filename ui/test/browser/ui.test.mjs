@@ -284,6 +284,49 @@ test("the kept chat comes back with its answers, errors and what could not be re
   await page.close();
 });
 
+test("the newest turn is brought into view: the kept chat opens at its last turn, and a question sent scrolls to it", async () => {
+  const { page } = await open(browser, url, {
+    ...library,
+    complete_mention: () => [],
+    check_mentions: () => [],
+    chat_history: () =>
+      Array.from({ length: 8 }, (_, i) => ({
+        id: i + 1, asked_at: i + 1, message: `question ${i + 1}`,
+        reply: { kind: "error", message: `${"the embedding model failed: test. ".repeat(12)}(${i + 1})` },
+      })),
+    ask: (args) => ({
+      question: args.message, answerer: "extractive", mentions: [], context: [], notes: [],
+      outcome: { state: "no_context", reason: "nothing in the library matched" },
+    }),
+  });
+  await page.setViewportSize({ width: 1100, height: 600 });
+  await page.getByRole("button", { name: "Chat" }).click();
+  await page.locator("[data-turn='8']").waitFor();
+  // Whether a turn's question is inside the transcript's visible box.
+  const inView = (sel) => page.evaluate((sel) => {
+    const box = document.querySelector('[data-testid="turns"]').getBoundingClientRect();
+    const r = document.querySelector(sel).getBoundingClientRect();
+    return r.top >= box.top - 1 && r.top < box.bottom;
+  }, sel);
+  await page.waitForFunction(() => document.querySelector('[data-testid="turns"]').scrollTop > 0);
+  assert.ok(await inView("[data-turn='8']"), "the last kept turn is shown");
+  assert.ok(!(await inView("[data-turn='1']")), "the transcript is long enough to scroll");
+  await page.evaluate(() => { document.querySelector('[data-testid="turns"]').scrollTop = 0; });
+  const box = page.getByTestId("composer");
+  await box.fill("a new question");
+  await box.press("Enter");
+  const sent = page.locator(".turn", { hasText: "a new question" });
+  await sent.waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-testid="turns"]').scrollTop > 0);
+  assert.ok(await page.evaluate(() => {
+    const box = document.querySelector('[data-testid="turns"]').getBoundingClientRect();
+    const turns = document.querySelectorAll("[data-turn]");
+    const r = turns[turns.length - 1].getBoundingClientRect();
+    return r.top >= box.top - 1 && r.top < box.bottom;
+  }), "the question just sent is shown");
+  await page.close();
+});
+
 test("ingested text is rendered as text, never as HTML", async () => {
   const { page, errors } = await open(browser, url, {
     first_paint: () => 1,
