@@ -302,15 +302,16 @@ test("the newest turn is brought into view: the kept chat opens at its last turn
   await page.setViewportSize({ width: 1100, height: 600 });
   await page.getByRole("button", { name: "Chat" }).click();
   await page.locator("[data-turn='8']").waitFor();
-  // Whether a turn's question is inside the transcript's visible box.
-  const inView = (sel) => page.evaluate((sel) => {
+  // Whether a turn (the first or the last) starts inside the transcript's visible box.
+  const inView = (which) => page.evaluate((which) => {
     const box = document.querySelector('[data-testid="turns"]').getBoundingClientRect();
-    const r = document.querySelector(sel).getBoundingClientRect();
+    const turns = document.querySelectorAll("[data-turn]");
+    const r = turns[which === "first" ? 0 : turns.length - 1].getBoundingClientRect();
     return r.top >= box.top - 1 && r.top < box.bottom;
-  }, sel);
+  }, which);
   await page.waitForFunction(() => document.querySelector('[data-testid="turns"]').scrollTop > 0);
-  assert.ok(await inView("[data-turn='8']"), "the last kept turn is shown");
-  assert.ok(!(await inView("[data-turn='1']")), "the transcript is long enough to scroll");
+  assert.ok(await inView("last"), "the last kept turn is shown");
+  assert.ok(!(await inView("first")), "the transcript is long enough to scroll");
   await page.evaluate(() => { document.querySelector('[data-testid="turns"]').scrollTop = 0; });
   const box = page.getByTestId("composer");
   await box.fill("a new question");
@@ -318,12 +319,7 @@ test("the newest turn is brought into view: the kept chat opens at its last turn
   const sent = page.locator(".turn", { hasText: "a new question" });
   await sent.waitFor();
   await page.waitForFunction(() => document.querySelector('[data-testid="turns"]').scrollTop > 0);
-  assert.ok(await page.evaluate(() => {
-    const box = document.querySelector('[data-testid="turns"]').getBoundingClientRect();
-    const turns = document.querySelectorAll("[data-turn]");
-    const r = turns[turns.length - 1].getBoundingClientRect();
-    return r.top >= box.top - 1 && r.top < box.bottom;
-  }), "the question just sent is shown");
+  assert.ok(await inView("last"), "the question just sent is shown");
   await page.close();
 });
 
