@@ -242,7 +242,7 @@ impl Remote {
         let refused = match &error {
             ClientInitializeError::TransportError { error, .. } => matches!(
                 error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
-                Some(StreamableHttpError::Client(e)) if e.is_connect()
+                Some(StreamableHttpError::Client(e)) if e.is_connect() || e.is_request()
             ),
             _ => false,
         };
