@@ -98,9 +98,10 @@ fn print_answer(a: &crate::answer::Answer) {
             }
             print_sources(a, statements);
             println!(
-                "Check: of {} statements, {} verified (quoted verbatim), {} supported (their words are in the passage), \
+                "Check: of {} statement{}, {} verified (quoted verbatim), {} supported (their words are in the passage), \
                  {} only cited, {} unsupported, {} uncited, {} with invalid citations.",
                 check.statements,
+                if check.statements == 1 { "" } else { "s" },
                 check.verified,
                 check.supported,
                 check.cited,

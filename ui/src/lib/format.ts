@@ -37,3 +37,8 @@ export function fileName(source: string): string {
 export function score(n: number | null | undefined, digits = 3): string {
   return n === null || n === undefined ? "–" : n.toFixed(digits);
 }
+
+/** A count with its noun: "1 passage", "3 passages", "2 libraries". */
+export function count(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}

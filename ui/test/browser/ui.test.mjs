@@ -271,6 +271,9 @@ test("the kept chat comes back with its answers, errors and what could not be re
   await first.waitFor();
   assert.match(await first.locator(".question").innerText(), /@Sourdough starter\s+how often to feed it/);
   assert.match(await first.getByTestId("answer").innerText(), /Feed the starter twice a day\./);
+  // One statement and one passage are counted as one, not "all 1 statements", "1 passages".
+  assert.match(await first.getByTestId("answer").innerText(), /the statement is quoted verbatim from its passage/);
+  assert.match(await first.locator(".passages summary").innerText(), /^1 passage$/);
   assert.equal(await first.getByTestId("answer").getAttribute("data-outcome"), "answered");
   assert.match(await page.locator("[data-turn='5']").innerText(), /embedding model failed: test/);
   assert.match(await page.locator("[data-turn='6']").innerText(), /kept by another version of Carrel/);
