@@ -164,17 +164,12 @@ pub fn sync(
     Ok(report)
 }
 
-/// "3 documents", "1 document".
-fn documents(n: usize) -> String {
-    format!("{n} document{}", if n == 1 { "" } else { "s" })
-}
-
 /// Why a watched folder cannot say which files are gone, if it cannot:
 /// missing, unreadable, or empty while its watch still owns documents (the
 /// mount point of a drive that is not mounted). `owned` is how many
 /// documents the watch holds, all of which are kept.
 fn untrusted_root(folder: &Path, owned: usize) -> Option<String> {
-    let kept = documents(owned);
+    let kept = crate::words::count(owned, "document");
     match std::fs::read_dir(folder) {
         Err(e) if e.kind() == ErrorKind::NotFound || !folder.is_dir() => Some(format!(
             "source missing: the folder is not there ({kept} kept)"

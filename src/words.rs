@@ -1,7 +1,8 @@
 //! English function words: the one list of words that never name a
 //! subject. The heading veto drops them from a query ([`crate::lanes::terms`])
 //! and the card drops them from its key terms ([`crate::card`], which adds
-//! words that are common in documents on top). A leaf.
+//! words that are common in documents on top). Also how a count reads with
+//! its noun ([`count`]). A leaf.
 
 /// Function words (articles, pronouns, prepositions, auxiliaries, question
 /// words), lowercase.
@@ -17,4 +18,10 @@ pub const FUNCTION_WORDS: &[&str] = &[
 /// Whether `word` (lowercase) is a function word.
 pub fn is_function_word(word: &str) -> bool {
     FUNCTION_WORDS.contains(&word)
+}
+
+/// A count with its noun, for the sentences Carrel prints: "1 passage",
+/// "3 passages".
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }

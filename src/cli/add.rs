@@ -84,9 +84,8 @@ fn workers_line(w: &PoolSize) -> String {
         )
     } else {
         format!(
-            "embedded on {} worker{} ({each})",
-            w.running,
-            if w.running == 1 { "" } else { "s" }
+            "embedded on {} ({each})",
+            crate::words::count(w.running, "worker")
         )
     }
 }

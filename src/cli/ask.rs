@@ -75,10 +75,9 @@ fn print_answer(a: &crate::answer::Answer) {
         Outcome::Failed { reason } => println!("FAILED ({}): {reason}", a.answerer),
         Outcome::Answered { statements, check } => {
             println!(
-                "Answer ({}, from {} passage{}):",
+                "Answer ({}, from {}):",
                 a.answerer,
-                a.context.len(),
-                if a.context.len() == 1 { "" } else { "s" }
+                crate::words::count(a.context.len(), "passage")
             );
             // Across libraries, each run of statements under the library
             // its first citation is from: whose idea it is stays with it.
@@ -98,10 +97,9 @@ fn print_answer(a: &crate::answer::Answer) {
             }
             print_sources(a, statements);
             println!(
-                "Check: of {} statement{}, {} verified (quoted verbatim), {} supported (their words are in the passage), \
+                "Check: of {}, {} verified (quoted verbatim), {} supported (their words are in the passage), \
                  {} only cited, {} unsupported, {} uncited, {} with invalid citations.",
-                check.statements,
-                if check.statements == 1 { "" } else { "s" },
+                crate::words::count(check.statements, "statement"),
                 check.verified,
                 check.supported,
                 check.cited,

@@ -304,7 +304,7 @@ mod tests {
         for bad in [
             "notaurl",
             "ftp://host/mcp",
-            "file:///tmp/mcp",
+            "file:///mcp",
             "their-machine:7311/mcp",
         ] {
             let err = check_url(bad).unwrap_err().to_string();
