@@ -558,3 +558,25 @@ fn cards_scored_across_sessions_keep_their_own_scores() {
         .0;
     assert_eq!(best, 0, "the sourdough card is the subject: {split:?}");
 }
+
+/// A note too short for its card to say anything (no word twice, no
+/// sentence of five words) has no headings and one passage: that passage is
+/// all the document says of its subject, so the heading veto reads it. The
+/// veto once vetoed such a note on the very words it holds, and the topic
+/// lane said nothing of it.
+#[test]
+fn a_short_note_is_found_by_the_words_it_holds() {
+    let _serial = serial();
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    let notes = tempfile::tempdir().unwrap();
+    let note = notes.path().join("todo.txt");
+    std::fs::write(&note, "oat milk, coffee filters\n").unwrap();
+    assert_eq!(lib.add(&[s(&note)], &mut |_| {}).unwrap().added, 1);
+    let r = lib.match_query("coffee filters", 10).unwrap();
+    let first = r.topic.hits().first().map(|h| h.title.as_str());
+    assert_eq!(first, Some("todo"), "{:?}", r.topic.reason());
+    // The veto still reads headings where a document has them: a noise
+    // query of the labelled set stays out.
+    let r = lib.match_query("bee sting allergy", 10).unwrap();
+    assert!(!r.topic.has_ready_hits(), "{:?}", r.topic.hits());
+}

@@ -23,13 +23,18 @@ pub fn stems(text: &str) -> HashSet<String> {
 /// text, abstracts; a heading path that only repeats the title counts as
 /// none) has nothing for the veto to read beyond a title that may be a file
 /// name, so what its document's card says of its subject (the key terms and
-/// the `what:` line, in `card`) stands in for headings.
+/// the `what:` line, in `card`) stands in for headings; and where that
+/// passage is its document's only one (`whole`: a note, a short abstract),
+/// its own words are all the document says of its subject, so they stand in
+/// too. (A card says nothing of "hello" in a note that reads "hello there":
+/// its key terms need a word twice and its `what:` line five words.)
 /// A query with no content terms (only stopwords) mentions nothing.
 pub fn mentions(
     query: &HashSet<String>,
     heading_path: &[String],
     title: &str,
     card: &[String],
+    whole: Option<&str>,
 ) -> bool {
     if query.is_empty() {
         return false;
@@ -39,7 +44,7 @@ pub fn mentions(
         context.extend(stems(h));
     }
     if heading_path.iter().all(|h| h.trim() == title.trim()) {
-        for t in card {
+        for t in card.iter().map(String::as_str).chain(whole) {
             context.extend(stems(t));
         }
     }
@@ -57,39 +62,56 @@ mod tests {
             &q,
             &["Sourdough Starter".into(), "Feeding".into()],
             "",
-            &[]
+            &[],
+            None
         ));
         let q = stems("starter home mortgage rates");
         assert!(!mentions(
             &q,
             &["Getting Started".into()],
             "Lathe basics",
-            &[]
+            &[],
+            None
         ));
         assert!(mentions(
             &q,
             &[],
             "Starter Home Mortgage Rates Explained",
-            &[]
+            &[],
+            None
         ));
         assert!(!mentions(
             &stems("how is the"),
             &["How it is".into()],
             "",
-            &[]
+            &[],
+            None
         ));
         // Key terms count only where there are no headings to read.
         let terms = ["mortgage".to_string()];
-        assert!(mentions(&q, &[], "000123", &terms));
-        assert!(!mentions(&q, &["Deposits".into()], "000123", &terms));
+        assert!(mentions(&q, &[], "000123", &terms, None));
+        assert!(!mentions(&q, &["Deposits".into()], "000123", &terms, None));
         // So does the card's what line (an abstract's opening sentence).
         let card = [
             "flow".to_string(),
             "An experimental study of mortgage rates for first homes.".to_string(),
         ];
-        assert!(mentions(&q, &[], "000123", &card));
-        assert!(!mentions(&q, &["Deposits".into()], "000123", &card));
+        assert!(mentions(&q, &[], "000123", &card, None));
+        assert!(!mentions(&q, &["Deposits".into()], "000123", &card, None));
         // A heading path that only repeats the title is no headings.
-        assert!(mentions(&q, &["000123".into()], "000123", &card));
+        assert!(mentions(&q, &["000123".into()], "000123", &card, None));
+        // A note with no card to speak of: its one passage is its subject.
+        let q = stems("hello");
+        assert!(!mentions(&q, &[], "note", &[], None));
+        assert!(mentions(&q, &[], "note", &[], Some("hello there")));
+        // Only where there are no headings: under a heading the veto reads
+        // the heading, however short the document.
+        assert!(!mentions(
+            &q,
+            &["Greetings".into()],
+            "note",
+            &[],
+            Some("hello there")
+        ));
     }
 }

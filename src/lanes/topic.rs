@@ -236,11 +236,12 @@ fn judge(
         content,
     } = best;
     let mut passage = store.conn.prepare_cached(
-        "SELECT c.heading_path, c.text, c.page, d.key_terms, d.what
+        "SELECT c.heading_path, c.text, c.page, d.key_terms, d.what,
+                (SELECT COUNT(*) FROM chunks o WHERE o.content_id = c.content_id)
          FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = ?1",
     )?;
     // A chunk deleted since the search reads as none.
-    let Some((path_json, text, page, key_terms_json, what)) = passage
+    let Some((path_json, text, page, key_terms_json, what, chunks)) = passage
         .query_row([chunk], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -248,6 +249,7 @@ fn judge(
                 r.get::<_, Option<u32>>(2)?,
                 r.get::<_, Option<String>>(3)?,
                 r.get::<_, Option<String>>(4)?,
+                r.get::<_, i64>(5)?,
             ))
         })
         .optional()?
@@ -269,7 +271,9 @@ fn judge(
         None => Vec::new(),
     };
     card.extend(what);
-    let vetoed = !super::terms::mentions(query_terms, &heading_path, &first.title, &card);
+    // The passage is the whole document when it is its only chunk.
+    let whole = (chunks == 1).then_some(text.as_str());
+    let vetoed = !super::terms::mentions(query_terms, &heading_path, &first.title, &card, whole);
     let decision = match (vetoed, TOPIC_FLOOR.admits(cosine)) {
         (true, _) => Decision::Vetoed,
         (false, true) => Decision::Admitted,
