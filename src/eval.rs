@@ -216,6 +216,9 @@ pub struct TopicLosses {
     /// Not vetoed; its best passage was under the floor that applied: the
     /// tail floor when the lane fired, the lane's floor when it did not.
     pub below_floor: usize,
+    /// Over the floor and not vetoed, but held back: the library uses none
+    /// of half the query's words ([`crate::lanes::topic::unfamiliar`]).
+    pub unfamiliar: usize,
     /// Admitted, but ranked past [`CUTOFF`].
     pub ranked_out: usize,
 }
@@ -243,6 +246,7 @@ impl TopicLosses {
                     Decision::Vetoed if floor.admits(p.cosine) => self.vetoed += 1,
                     Decision::Vetoed => self.vetoed_below_floor += 1,
                     Decision::BelowCosineFloor => self.below_floor += 1,
+                    Decision::Unfamiliar => self.unfamiliar += 1,
                     _ => self.ranked_out += 1,
                 },
             }
@@ -986,13 +990,21 @@ mod tests {
             c("veto-floor", Vetoed, 0.2),
             c("floor", BelowCosineFloor, 0.3),
             c("late", Admitted, 0.6),
+            c("unfamiliar", Unfamiliar, 0.6),
         ];
-        let relevant: HashMap<String, f64> =
-            ["found", "veto", "veto-floor", "floor", "late", "pool"]
-                .iter()
-                .map(|d| (d.to_string(), 1.0))
-                .chain([("judged-irrelevant".to_string(), 0.0)])
-                .collect();
+        let relevant: HashMap<String, f64> = [
+            "found",
+            "veto",
+            "veto-floor",
+            "floor",
+            "late",
+            "pool",
+            "unfamiliar",
+        ]
+        .iter()
+        .map(|d| (d.to_string(), 1.0))
+        .chain([("judged-irrelevant".to_string(), 0.0)])
+        .collect();
         let mut returned = vec!["found".to_string()];
         returned.extend((0..CUTOFF).map(|i| format!("other{i}")));
         returned.push("late".into());
@@ -1006,9 +1018,10 @@ mod tests {
                 t.vetoed,
                 t.vetoed_below_floor,
                 t.below_floor,
+                t.unfamiliar,
                 t.ranked_out
             ),
-            (6, 1, 1, 1, 1, 1, 1),
+            (7, 1, 1, 1, 1, 1, 1, 1),
             "{t:?}"
         );
     }

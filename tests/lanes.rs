@@ -580,3 +580,51 @@ fn a_short_note_is_found_by_the_words_it_holds() {
     let r = lib.match_query("bee sting allergy", 10).unwrap();
     assert!(!r.topic.has_ready_hits(), "{:?}", r.topic.hits());
 }
+
+/// A question half of whose words the library never uses is mostly about
+/// something it does not hold: the topic lane holds its passages back, into
+/// the tail, however near one is, and says so in the debug pane. With the
+/// library's own words the same passage is a hit.
+#[test]
+fn a_query_mostly_in_words_the_library_never_uses_is_held_back() {
+    let _serial = serial();
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    let bees = |r: &MatchResponse| {
+        r.explain
+            .topic
+            .iter()
+            .find(|c| c.title == "Keeping Bees Through Winter")
+            .map(|c| (c.decision, c.cosine.get()))
+    };
+    // "martian" and "beehives" are in no passage (the page says "hive").
+    let r = lib
+        .match_query("varroa mites in Martian beehives", 10)
+        .unwrap();
+    let (decision, cosine) = bees(&r).expect("the beekeeping page is a candidate");
+    assert_eq!(decision, Decision::Unfamiliar, "cosine {cosine}");
+    assert!(
+        cosine > 0.55,
+        "near enough to be admitted otherwise: {cosine}"
+    );
+    assert!(
+        !r.topic
+            .hits()
+            .iter()
+            .any(|h| h.title == "Keeping Bees Through Winter")
+    );
+    let shown = r.topic.hits().iter().chain(r.topic.below_floor());
+    assert!(
+        shown
+            .into_iter()
+            .any(|h| h.title == "Keeping Bees Through Winter"),
+        "held back, not hidden"
+    );
+    let r = lib
+        .match_query("varroa mites in winter beehives", 10)
+        .unwrap();
+    assert_eq!(bees(&r).map(|b| b.0), Some(Decision::Admitted));
+    assert_eq!(
+        r.topic.hits().first().map(|h| h.title.as_str()),
+        Some("Keeping Bees Through Winter")
+    );
+}

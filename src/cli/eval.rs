@@ -94,13 +94,15 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         let t = &report.topic_losses;
         println!(
             "topic lane, relevant (query, document) pairs: {} in all, {} found in the first 10; \
-             lost to: the candidate pool {}, the veto alone {}, veto and floor {}, the floor {}, rank past 10 {}",
+             lost to: the candidate pool {}, the veto alone {}, veto and floor {}, the floor {}, \
+             words the library never uses {}, rank past 10 {}",
             t.pairs,
             t.found,
             t.outside_pool,
             t.vetoed,
             t.vetoed_below_floor,
             t.below_floor,
+            t.unfamiliar,
             t.ranked_out
         );
         let o = &report.subject_order;

@@ -133,6 +133,10 @@ pub enum Decision {
     Disputed,
     /// The passage's headings and title do not mention the query.
     Vetoed,
+    /// Over the topic floor and not vetoed, but the library uses none of at
+    /// least half the query's words, so the topic lane does not fire on this
+    /// query ([`topic::unfamiliar`]).
+    Unfamiliar,
     /// Eligible, but the cross-encoder could not run: suppressed.
     RerankerUnavailable,
 }
@@ -146,6 +150,7 @@ impl Decision {
             Decision::BelowRerankFloor => "below_rerank_floor",
             Decision::Disputed => "disputed",
             Decision::Vetoed => "vetoed",
+            Decision::Unfamiliar => "unfamiliar",
             Decision::RerankerUnavailable => "reranker_unavailable",
         }
     }

@@ -45,21 +45,37 @@ fn any_of(terms: &[String]) -> Option<String> {
 /// passages than this.
 pub const COMMON_WORD_PASSAGES: usize = 5_000;
 
-/// Whether each word asked so far is over [`COMMON_WORD_PASSAGES`], held
-/// for one generation of the library's chunks (their count changes only
-/// when the chunks do), so a word is counted once, not on every query.
+/// How much a library uses a word: in no passage, in some, or in more than
+/// [`COMMON_WORD_PASSAGES`] (too common to pick passages by).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WordUse {
+    Unused,
+    Used,
+    Common,
+}
+
+/// How each word asked so far is used ([`WordUse`]), held for one
+/// generation of the library's chunks (their count changes only when the
+/// chunks do), so a word is counted once, not on every query.
 #[derive(Default)]
-pub(crate) struct CommonWords(Mutex<Option<(i64, HashMap<String, bool>)>>);
+pub(crate) struct CommonWords(Mutex<Option<(i64, HashMap<String, WordUse>)>>);
 
 /// Words held at most; past it the held words are forgotten and counted
 /// again as they are asked.
 const COMMON_WORDS_HELD: usize = 100_000;
 
+/// A query's content words against the library's passages: how many it has
+/// and those no passage uses (as typed, in order).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vocabulary {
+    pub words: usize,
+    pub unused: Vec<String>,
+}
+
 impl Store {
-    /// Whether `term` (quoted for FTS5) is found in more than
-    /// [`COMMON_WORD_PASSAGES`] passages, counted with a bounded scan once
-    /// per generation of the chunks.
-    fn is_common_word(&self, generation: i64, term: &str) -> Result<bool> {
+    /// How the library's passages use `term` (quoted for FTS5), counted with
+    /// a bounded scan once per generation of the chunks.
+    fn word_use(&self, generation: i64, term: &str) -> Result<WordUse> {
         let mut held = crate::fault::lock(&self.common_words.0);
         if held
             .as_ref()
@@ -68,8 +84,8 @@ impl Store {
             *held = None;
         }
         let (_, words) = held.get_or_insert_with(|| (generation, HashMap::new()));
-        if let Some(&common) = words.get(term) {
-            return Ok(common);
+        if let Some(&used) = words.get(term) {
+            return Ok(used);
         }
         let n: i64 = self
             .conn
@@ -80,9 +96,30 @@ impl Store {
                 rusqlite::params![term, COMMON_WORD_PASSAGES as i64 + 1],
                 |r| r.get(0),
             )?;
-        let common = n as usize > COMMON_WORD_PASSAGES;
-        words.insert(term.to_string(), common);
-        Ok(common)
+        let used = match n as usize {
+            0 => WordUse::Unused,
+            n if n > COMMON_WORD_PASSAGES => WordUse::Common,
+            _ => WordUse::Used,
+        };
+        words.insert(term.to_string(), used);
+        Ok(used)
+    }
+
+    /// The query's content words (those its keyword search reads) that no
+    /// passage of the library uses, in any inflection the index stems alike.
+    pub fn vocabulary(&self, text: &str) -> Result<Vocabulary> {
+        let generation = self.chunks_generation()?;
+        let terms = match_terms(text);
+        let mut unused = Vec::new();
+        for term in &terms {
+            if self.word_use(generation, term)? == WordUse::Unused {
+                unused.push(term.trim_matches('"').to_string());
+            }
+        }
+        Ok(Vocabulary {
+            words: terms.len(),
+            unused,
+        })
     }
 
     /// The `k` passages whose words best match `text` by BM25, best first.
@@ -95,7 +132,7 @@ impl Store {
         let generation = self.chunks_generation()?;
         let mut telling = Vec::new();
         for term in match_terms(text) {
-            if !self.is_common_word(generation, &term)? {
+            if self.word_use(generation, &term)? != WordUse::Common {
                 telling.push(term);
             }
         }
@@ -264,5 +301,42 @@ mod tests {
             .execute("DELETE FROM chunks WHERE id = 1", [])
             .unwrap();
         assert_eq!(store.keyword_chunks("water", 3).unwrap().len(), 3);
+    }
+
+    /// The words of a query no passage uses, in any inflection the index
+    /// stems alike; function words are not counted; a passage added that
+    /// uses one makes it used.
+    #[test]
+    fn a_query_word_no_passage_uses_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        store
+            .conn
+            .execute(
+                "INSERT INTO contents (id, hash, extracted, chars) VALUES (1, 'h', '{}', 1)",
+                [],
+            )
+            .unwrap();
+        insert_chunk(
+            &store.conn,
+            1,
+            "Feed the sourdough starter twice a day.",
+            &vector(1),
+        );
+        let v = store
+            .vocabulary("feeding the Sourdough for basketball")
+            .unwrap();
+        assert_eq!(v.words, 3);
+        assert_eq!(v.unused, ["basketball"]);
+        insert_chunk(
+            &store.conn,
+            2,
+            "Basketball courts are 28 m long.",
+            &vector(2),
+        );
+        let v = store
+            .vocabulary("feeding the Sourdough for basketball")
+            .unwrap();
+        assert_eq!((v.words, v.unused.len()), (3, 0));
     }
 }

@@ -275,6 +275,12 @@ export type Decision = "admitted" |
 "disputed" | 
 /**  The passage's headings and title do not mention the query. */
 "vetoed" | 
+/**
+ *  Over the topic floor and not vetoed, but the library uses none of at
+ *  least half the query's words, so the topic lane does not fire on this
+ *  query ([`topic::unfamiliar`]).
+ */
+"unfamiliar" | 
 /**  Eligible, but the cross-encoder could not run: suppressed. */
 "reranker_unavailable";
 
