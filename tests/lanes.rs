@@ -602,6 +602,11 @@ fn a_query_mostly_in_words_the_library_never_uses_is_held_back() {
         .unwrap();
     let (decision, cosine) = bees(&r).expect("the beekeeping page is a candidate");
     assert_eq!(decision, Decision::Unfamiliar, "cosine {cosine}");
+    let why = r.explain.topic_held_back.clone().unwrap_or_default();
+    assert!(
+        why.contains("“martian” or “beehives”, 2 of the query's 4 words"),
+        "{why}"
+    );
     assert!(
         cosine > 0.55,
         "near enough to be admitted otherwise: {cosine}"
@@ -623,6 +628,7 @@ fn a_query_mostly_in_words_the_library_never_uses_is_held_back() {
         .match_query("varroa mites in winter beehives", 10)
         .unwrap();
     assert_eq!(bees(&r).map(|b| b.0), Some(Decision::Admitted));
+    assert_eq!(r.explain.topic_held_back, None);
     assert_eq!(
         r.topic.hits().first().map(|h| h.title.as_str()),
         Some("Keeping Bees Through Winter")

@@ -113,6 +113,9 @@ fn print_topic(r: &crate::lanes::MatchResponse) {
     if let Some(reason) = r.topic.reason() {
         println!("  {reason}");
     }
+    if let Some(why) = &r.explain.topic_held_back {
+        println!("  held back: {why}");
+    }
     for h in r.topic.hits() {
         let page = h.page.map(|p| format!(" p.{p}")).unwrap_or_default();
         let mut place = h.heading_path.clone();
@@ -128,7 +131,10 @@ fn print_topic(r: &crate::lanes::MatchResponse) {
         let passage: String = h.passage.chars().take(160).collect();
         println!("         {}", passage.replace('\n', " "));
     }
-    if r.topic.reason().is_none() && r.topic.hits().is_empty() {
+    if r.topic.reason().is_none()
+        && r.topic.hits().is_empty()
+        && r.explain.topic_held_back.is_none()
+    {
         println!("  no passage discusses this");
     }
     print_below_floor(r.topic.below_floor().iter().map(|h| (&h.title, h.cosine)));

@@ -322,6 +322,9 @@ pub struct Explain {
     /// How the topic lane fetched its nearest chunks (exact, or sign bits
     /// then exact cosines); the cosines shown are exact either way.
     pub topic_search: crate::store::signs::Search,
+    /// Why the topic lane held back on this query, when it did: the query's
+    /// words no passage uses ([`topic::held_back`]).
+    pub topic_held_back: Option<String>,
 }
 
 /// The answer to one query: two lanes, never merged.
@@ -346,6 +349,9 @@ pub struct MatchView {
     /// Topic candidates dropped by the heading veto: a reason for an empty
     /// topic lane that the hits alone would hide.
     pub topic_vetoed: usize,
+    /// Why the topic lane held back on this query, when it did: a reason
+    /// for an empty topic lane, and for a tail over its floor.
+    pub topic_held_back: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[specta(optional)]
     pub explain: Option<Explain>,
@@ -367,6 +373,7 @@ impl MatchResponse {
             subject: self.subject.view(),
             topic: self.topic.view(),
             topic_vetoed: self.explain.vetoed,
+            topic_held_back: self.explain.topic_held_back.clone(),
             explain: (detail == Detail::Explain).then(|| self.explain.clone()),
         }
     }

@@ -81,20 +81,38 @@ pub fn unfamiliar(v: &Vocabulary) -> bool {
     v.words > 0 && 2 * v.unused.len() >= v.words
 }
 
+/// Why the lane held back, in the words the app and the CLI show: the
+/// query's words no passage uses, and their share; none when it did not.
+pub fn held_back(v: &Vocabulary) -> Option<String> {
+    unfamiliar(v).then(|| {
+        let quoted: Vec<String> = v.unused.iter().map(|w| format!("“{w}”")).collect();
+        let list = match quoted.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        format!(
+            "no passage of this library uses {list}, {} of the query's {} words, so none is taken to discuss it",
+            v.unused.len(),
+            v.words
+        )
+    })
+}
+
 /// Runs the lane: each candidate document's best passage, from the nearest
 /// chunk vectors and the best keyword matches together, in fused order,
-/// vetoed or floored; with how the nearest chunks were fetched, for the
-/// explanation.
+/// vetoed or floored; with how the nearest chunks were fetched and why it
+/// held back, if it did ([`held_back`]), for the explanation.
 pub fn run(
     store: &Store,
     q: &LaneQuery<'_>,
     query_terms: &HashSet<String>,
     fingerprint: &str,
     model: &str,
-) -> Result<(LaneRun<TopicHit>, Search)> {
+) -> Result<(LaneRun<TopicHit>, Search, Option<String>)> {
     let (nearest, search) = store.nearest_chunks(q.vector, TOPIC_CANDIDATES, fingerprint)?;
     let keyword = store.keyword_chunks(q.text, TOPIC_CANDIDATES)?;
-    let held_back = unfamiliar(&store.vocabulary(q.text)?);
+    let held_back = held_back(&store.vocabulary(q.text)?);
     let pool = Pool::gather(store, q.vector, fingerprint, &nearest, &keyword)?;
     let scorer = ScorerId {
         kind: ScorerKind::Cosine,
@@ -108,7 +126,7 @@ pub fn run(
     }
     // The lane fires only on a passage at its floor that the veto passes,
     // for a query the library's words mostly cover.
-    if held_back {
+    if held_back.is_some() {
         for (c, _) in &mut judged {
             if c.decision == Decision::Admitted {
                 c.decision = Decision::Unfamiliar;
@@ -139,7 +157,7 @@ pub fn run(
         run.candidates.push(candidate);
     }
     run.admitted = Ok(admitted);
-    Ok((run, search))
+    Ok((run, search, held_back))
 }
 
 /// The lane's candidate documents: each one's best passage (the chunk of
@@ -348,5 +366,13 @@ mod tests {
         assert!(!unfamiliar(&v(4, &[])));
         // Only function words: nothing to judge by, so no holding back.
         assert!(!unfamiliar(&v(0, &[])));
+        assert_eq!(
+            held_back(&v(4, &["college", "basketball"])).as_deref(),
+            Some(
+                "no passage of this library uses “college” or “basketball”, 2 of the query's 4 words, \
+                 so none is taken to discuss it"
+            )
+        );
+        assert_eq!(held_back(&v(3, &["sourdough"])), None);
     }
 }

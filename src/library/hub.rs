@@ -154,6 +154,17 @@ pub struct SharedMatch {
     pub topic: SharedLane<TopicHit>,
     /// Topic candidates the heading veto dropped, over every library asked.
     pub topic_vetoed: usize,
+    /// Each library whose topic lane held back on the query, and why (the
+    /// query's words none of its passages use). Absent from older hubs.
+    #[serde(default)]
+    pub topic_held_back: Vec<HeldBack>,
+}
+
+/// A library whose topic lane held back on a query, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HeldBack {
+    pub kb: String,
+    pub why: String,
 }
 
 /// The libraries a hub serves, opened once.
@@ -373,16 +384,28 @@ impl Hub {
             top_k,
         );
         let mut topic_vetoed: usize = here.iter().map(|(_, _, r)| r.explain.vetoed).sum();
+        let mut topic_held_back: Vec<HeldBack> = here
+            .iter()
+            .filter_map(|(kb, _, r)| {
+                let why = r.explain.topic_held_back.clone()?;
+                Some(HeldBack {
+                    kb: kb.to_string(),
+                    why,
+                })
+            })
+            .collect();
         for (_, r) in &answers {
             if let Some(Answered::There(m)) = r {
                 subject.absorb(m.subject.clone(), top_k);
                 topic.absorb(m.topic.clone(), top_k);
                 topic_vetoed += m.topic_vetoed;
+                topic_held_back.extend(m.topic_held_back.iter().cloned());
             }
         }
         Ok(SharedMatch {
             query: query.to_string(),
             topic_vetoed,
+            topic_held_back,
             route: answers.into_iter().map(|(step, _)| step).collect(),
             subject,
             topic,

@@ -74,7 +74,7 @@ impl Library {
         let subject_ms = ms(started);
 
         let started = std::time::Instant::now();
-        let (topic, topic_search) =
+        let (topic, topic_search, topic_held_back) =
             lanes::topic::run(&self.store, &q, &terms, &fp.chunk, &fp.model)?;
         let topic_ms = ms(started);
 
@@ -117,6 +117,7 @@ impl Library {
                 subject_ms,
                 topic_ms,
                 topic_search,
+                topic_held_back,
             },
         })
     }

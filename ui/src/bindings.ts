@@ -489,6 +489,11 @@ export type Explain = {
 	 *  then exact cosines); the cosines shown are exact either way.
 	 */
 	topic_search: Search,
+	/**
+	 *  Why the topic lane held back on this query, when it did: the query's
+	 *  words no passage uses ([`topic::held_back`]).
+	 */
+	topic_held_back: string | null,
 };
 
 export type Failure = {
@@ -625,6 +630,11 @@ export type MatchView = {
 	 *  topic lane that the hits alone would hide.
 	 */
 	topic_vetoed: number,
+	/**
+	 *  Why the topic lane held back on this query, when it did: a reason
+	 *  for an empty topic lane, and for a tail over its floor.
+	 */
+	topic_held_back: string | null,
 	explain?: Explain | null,
 };
 
