@@ -58,14 +58,14 @@ enum WordUse {
 /// generation of the library's chunks (their count changes only when the
 /// chunks do), so a word is counted once, not on every query.
 #[derive(Default)]
-pub(crate) struct CommonWords(Mutex<Option<(i64, HashMap<String, WordUse>)>>);
+pub(crate) struct WordUses(Mutex<Option<(i64, HashMap<String, WordUse>)>>);
 
 /// Words held at most; past it the held words are forgotten and counted
 /// again as they are asked.
 const COMMON_WORDS_HELD: usize = 100_000;
 
 /// A query's content words against the library's passages: how many it has
-/// and those no passage uses (as typed, in order).
+/// and those no passage uses (lower-cased, in the order typed).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Vocabulary {
     pub words: usize,
