@@ -76,7 +76,7 @@ impl Store {
     /// How the library's passages use `term` (quoted for FTS5), counted with
     /// a bounded scan once per generation of the chunks.
     fn word_use(&self, generation: i64, term: &str) -> Result<WordUse> {
-        let mut held = crate::fault::lock(&self.common_words.0);
+        let mut held = crate::fault::lock(&self.word_uses.0);
         if held
             .as_ref()
             .is_some_and(|(g, words)| *g != generation || words.len() >= COMMON_WORDS_HELD)

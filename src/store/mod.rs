@@ -43,7 +43,7 @@ pub struct Store {
     pub(crate) conn: Connection,
     path: PathBuf,
     signs: signs::Slot,
-    common_words: keywords::WordUses,
+    word_uses: keywords::WordUses,
 }
 
 static VEC_INIT: Once = Once::new();
@@ -90,7 +90,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             signs: signs::Slot::default(),
-            common_words: keywords::WordUses::default(),
+            word_uses: keywords::WordUses::default(),
         };
         schema::migrate(&mut store.conn, path)?;
         Ok(store)
