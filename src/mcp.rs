@@ -256,7 +256,10 @@ impl CarrelMcp {
         stand the same way (`standing`: `hit`, `weak`, or `below_floor`, which is not an answer \
         and should not be cited as a match). Every hit has `kb` and `owner` (its library and who \
         keeps it), doc id, title, locations (source path or URL), heading path, page and passage. \
-        A lane with state `ready` and no hits means the library was searched and nothing matched."
+        A lane with state `ready` and no hits means the library was searched and nothing matched; \
+        `topic_held_back` names each library whose topic lane held back because none of its \
+        passages uses at least half the query's words (`kb`, `why`), its passages left in \
+        `below_floor`."
     )]
     async fn search(
         &self,

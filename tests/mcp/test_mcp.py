@@ -132,6 +132,20 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
             print(f"\nmcp search round trip: first {elapsed:.0f} ms, warm p50 {times[10]:.1f} ms, max {times[-1]:.1f} ms",
                   file=sys.stderr)
 
+    async def test_a_held_back_topic_lane_says_why_and_keeps_its_passage_below_the_floor(self):
+        async with self.session() as s:
+            r = await s.call_tool("search", {"query": "varroa mites in Martian beehives"})
+            self.assertFalse(r.is_error)
+            v = json.loads(text_of(r))
+            self.assertEqual([h["kb"] for h in v["topic_held_back"]], ["default"])
+            self.assertIn("“martian” or “beehives”, 2 of the query's 4 words", v["topic_held_back"][0]["why"])
+            standing = {h["title"]: g["standing"] for g in v["topic"]["groups"] for h in g["hits"]}
+            self.assertIn(standing.get("Keeping Bees Through Winter"), ("below_floor", "weak"), standing)
+            r = await s.call_tool("search", {"query": "varroa mites in winter beehives"})
+            v = json.loads(text_of(r))
+            self.assertEqual(v["topic_held_back"], [])
+            self.assertEqual(v["topic"]["groups"][0]["standing"], "hit")
+
     async def test_read_accepts_integer_and_digit_ids_and_refuses_unknown(self):
         async with self.session() as s:
             docs = json.loads(text_of(await s.call_tool("list", {})))["documents"]
