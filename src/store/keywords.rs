@@ -45,6 +45,19 @@ fn any_of(terms: &[String]) -> Option<String> {
 /// passages than this.
 pub const COMMON_WORD_PASSAGES: usize = 5_000;
 
+/// A letter of a script whose words the index cannot tell apart: Thai,
+/// Hangul, kana and CJK ideographs.
+fn unsegmented(c: char) -> bool {
+    matches!(c,
+        '\u{0E00}'..='\u{0E7F}'
+        | '\u{1100}'..='\u{11FF}'
+        | '\u{3040}'..='\u{30FF}'
+        | '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{AC00}'..='\u{D7AF}'
+        | '\u{F900}'..='\u{FAFF}')
+}
+
 /// How much a library uses a word: in no passage, in some, or in more than
 /// [`COMMON_WORD_PASSAGES`] (too common to pick passages by).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,9 +120,16 @@ impl Store {
 
     /// The query's content words (those its keyword search reads) that no
     /// passage of the library uses, in any inflection the index stems alike.
+    /// A run of a script written without spaces between words (Chinese,
+    /// Japanese, Thai; Korean, whose particles join its words) is one token
+    /// to the index, so its absence says nothing of the library's
+    /// vocabulary: such runs are not counted.
     pub fn vocabulary(&self, text: &str) -> Result<Vocabulary> {
         let generation = self.chunks_generation()?;
-        let terms = match_terms(text);
+        let terms: Vec<String> = match_terms(text)
+            .into_iter()
+            .filter(|t| !t.chars().any(unsegmented))
+            .collect();
         let mut unused = Vec::new();
         for term in &terms {
             if self.word_use(generation, term)? == WordUse::Unused {
@@ -338,5 +358,8 @@ mod tests {
             .vocabulary("feeding the Sourdough for basketball")
             .unwrap();
         assert_eq!((v.words, v.unused.len()), (3, 0));
+        // A run of Chinese is one token to the index: not judged.
+        let v = store.vocabulary("如何喂养酸面团 sourdough").unwrap();
+        assert_eq!((v.words, v.unused.len()), (1, 0));
     }
 }
