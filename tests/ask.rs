@@ -130,6 +130,22 @@ fn without_a_mention_the_lanes_pick_and_the_answer_says_which() {
         Outcome::NoContext { reason } => assert!(reason.contains("@doc:"), "{reason}"),
         other => panic!("{other:?}"),
     }
+
+    // A topic lane that held back says so, not that its passages were
+    // under the floor.
+    let a = lib
+        .ask(
+            "sourdough recipes for Martian astronauts",
+            &Answerer::Extractive,
+        )
+        .unwrap();
+    match &a.outcome {
+        Outcome::NoContext { reason } => assert!(
+            reason.contains("topic lane: held back: no passage of this library uses “recipes”"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

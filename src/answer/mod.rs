@@ -950,11 +950,16 @@ fn no_lane_context(r: &MatchResponse) -> String {
         ("weak", None) => "only sub-floor matches".to_string(),
         _ => s.to_string(),
     };
+    // A topic lane that held back had passages over its floor: say why,
+    // not that they were under it.
+    let topic = match (&r.explain.topic_held_back, r.topic.reason()) {
+        (Some(why), None) => format!("held back: {why}"),
+        _ => state(r.topic.state(), r.topic.reason()),
+    };
     format!(
-        "neither lane admitted a document for this question (subject lane: {}; topic lane: {}); \
+        "neither lane admitted a document for this question (subject lane: {}; topic lane: {topic}); \
          mention a document with @doc: to answer from it",
         state(r.subject.state(), r.subject.reason()),
-        state(r.topic.state(), r.topic.reason())
     )
 }
 
