@@ -135,13 +135,15 @@ fn without_a_mention_the_lanes_pick_and_the_answer_says_which() {
     // under the floor.
     let a = lib
         .ask(
-            "sourdough recipes for Martian astronauts",
+            "sourdough starter aboard Martian spacecraft",
             &Answerer::Extractive,
         )
         .unwrap();
     match &a.outcome {
         Outcome::NoContext { reason } => assert!(
-            reason.contains("topic lane: held back: no passage of this library uses “recipes”"),
+            reason.contains(
+                "topic lane: held back: no passage of this library uses “aboard”, “martian” or “spacecraft”"
+            ),
             "{reason}"
         ),
         other => panic!("{other:?}"),

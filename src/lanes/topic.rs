@@ -112,7 +112,7 @@ pub fn run(
 ) -> Result<(LaneRun<TopicHit>, Search, Option<String>)> {
     let (nearest, search) = store.nearest_chunks(q.vector, TOPIC_CANDIDATES, fingerprint)?;
     let keyword = store.keyword_chunks(q.text, TOPIC_CANDIDATES)?;
-    let held_back = held_back(&store.vocabulary(q.text)?);
+    let unfamiliar_words = held_back(&store.vocabulary(q.text)?);
     let pool = Pool::gather(store, q.vector, fingerprint, &nearest, &keyword)?;
     let scorer = ScorerId {
         kind: ScorerKind::Cosine,
@@ -125,11 +125,15 @@ pub fn run(
         }
     }
     // The lane fires only on a passage at its floor that the veto passes,
-    // for a query the library's words mostly cover.
-    if held_back.is_some() {
+    // for a query the library's words mostly cover. It says it held back
+    // only when it held back such a passage: otherwise the floor or the
+    // veto is the reason, and the candidates say so.
+    let mut held_back = None;
+    if unfamiliar_words.is_some() {
         for (c, _) in &mut judged {
             if c.decision == Decision::Admitted {
                 c.decision = Decision::Unfamiliar;
+                held_back.clone_from(&unfamiliar_words);
             }
         }
     }

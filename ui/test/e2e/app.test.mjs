@@ -388,6 +388,30 @@ test("after a restart the chat is still there, answered and cited", async () => 
   await shot("11-chat-after-restart");
 });
 
+test("a question mostly in words the library never uses: the topic lane says it held back, and the answer says why there is none", async () => {
+  const box = await $t("composer");
+  await box.click();
+  await box.addValue("sourdough starter aboard Martian spacecraft");
+  await until(
+    "the panel's held-back line on the whole question",
+    async () => {
+      const lines = await browser.$$('[data-testid="topic-held-back"]');
+      return lines.length > 0 && /“spacecraft”/.test(await lines[0].getText());
+    },
+    30000,
+  );
+  assert.match(await (await $t("topic-held-back")).getText(), /^Held back: no passage of this library uses “aboard”, “martian” or “spacecraft”/);
+  assert.equal(await (await $t("topic-state")).getText(), "weak · held back or below the floor, shown because nothing passed");
+  await shot("11b-chat-held-back");
+  const before = (await browser.$$('[data-testid="answer"]')).length;
+  await (await $t("send")).click();
+  await until("the answer", async () => (await browser.$$('[data-testid="answer"]')).length > before, 60000);
+  const answers = await browser.$$('[data-testid="answer"]');
+  const last = answers[answers.length - 1];
+  assert.equal(await last.getAttribute("data-outcome"), "no_context");
+  assert.match(await last.getText(), /topic lane: held back: no passage of this library uses “aboard”/);
+});
+
 test("an @kb: question reads the libraries it names, shows the route, and says whose library each quote is from", async () => {
   await (await browser.$('[data-nav="library"]')).click();
   const shelf = await $t("shelf");
