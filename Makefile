@@ -13,6 +13,13 @@ SHARED_EVAL ?= ../shared/eval
 .PHONY: run test package package-test models lint eval bench bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
+
+# The X server the real-window tests and benches run under. -noreset: an X
+# server resets when its last client disconnects, and an app started during
+# the reset cannot open the display ("Failed to initialize GTK", seen when a
+# test restarted the app: the window closed between two sessions is often
+# the last client). tools/package-test.sh starts its own the same way.
+XVFB := xvfb-run -a -s "-screen 0 1400x900x24 -noreset"
 APP := $(BIN)/debug/carrel-app
 
 ## Start the desktop app on the default library (the platform data dir,
@@ -83,7 +90,7 @@ package-test: package
 ## before each launch when run as root). Runs in $(BIN)/startup.json.
 bench-startup: package
 	cd ui && CARREL_APP_BIN=$(abspath $(BIN))/release/carrel-app TAURI_DRIVER=$(abspath $(TOOLS))/tauri-driver \
-	  xvfb-run -a -s "-screen 0 1400x900x24" node bench/startup.mjs $(abspath $(BIN))/startup.json
+	  $(XVFB) node bench/startup.mjs $(abspath $(BIN))/startup.json
 
 ## Regenerate ui/src/bindings.ts from the Rust types (a test fails when stale).
 bindings:
@@ -98,7 +105,7 @@ ui-test: ui-mock
 e2e: app
 	chroma=$$(./tools/setup-chroma.sh) && cd ui && CARREL_CHROMA="$$chroma" CARREL_APP_BIN=$(abspath $(APP)) TAURI_DRIVER=$(abspath $(TOOLS))/tauri-driver \
 	  CARREL_SCREENSHOTS=$(abspath $(BIN))/e2e-screens \
-	  timeout -k 30 900 xvfb-run -a -s "-screen 0 1400x900x24" npm run test:e2e
+	  timeout -k 30 900 $(XVFB) npm run test:e2e
 
 ## Both lanes vs their baselines and FTS5 BM25 on labelled sets: ours (its
 ## 0-leak rule is a hard test in cargo test), the calibration set (GNU

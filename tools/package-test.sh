@@ -25,10 +25,13 @@ version_of() { dpkg-deb -f "$1" Version; }
 
 home=$(mktemp -d)
 trap 'rm -rf "$home"' EXIT
+# The real-window tests' X server; -noreset as the Makefile's XVFB says why
+# (an app restarted while the server resets cannot open the display).
+xvfb=(xvfb-run -a -s "-screen 0 1400x900x24 -noreset")
 as_user() { env -u CARREL_MODELS -u CARREL_LIBRARY -u XDG_DATA_HOME HOME="$home" "$@"; }
 journeys() {
   (cd ui && as_user PHASE="$1" CARREL_VERSION="$2" CARREL_SCREENSHOTS="$shots/upgrade" TAURI_DRIVER="$target/tools/bin/tauri-driver" \
-    timeout -k 30 600 xvfb-run -a -s "-screen 0 1400x900x24" node --test --test-timeout=180000 test/package/upgrade.test.mjs)
+    timeout -k 30 600 "${xvfb[@]}" node --test --test-timeout=180000 test/package/upgrade.test.mjs)
 }
 
 # 1. The previous release, used, then this one installed over it.
@@ -62,7 +65,7 @@ test -f /usr/share/bash-completion/completions/carrel
 chroma=$(./tools/setup-chroma.sh)
 (cd ui && env -u CARREL_MODELS CARREL_INSTALLED=1 CARREL_CHROMA="$chroma" CARREL_APP_BIN=/usr/bin/carrel-app \
   TAURI_DRIVER="$target/tools/bin/tauri-driver" CARREL_SCREENSHOTS="$shots" \
-  timeout -k 30 900 xvfb-run -a -s "-screen 0 1400x900x24" node --test --test-timeout=180000 test/e2e/app.test.mjs)
+  timeout -k 30 900 "${xvfb[@]}" node --test --test-timeout=180000 test/e2e/app.test.mjs)
 
 # 4. Removed, the program goes and the user's library stays.
 apt_get remove carrel
