@@ -128,12 +128,12 @@ pub fn run(
     // for a query the library's words mostly cover. It says it held back
     // only when it held back such a passage: otherwise the floor or the
     // veto is the reason, and the candidates say so.
-    let mut held_back = None;
-    if unfamiliar_words.is_some() {
+    let would_fire = judged.iter().any(|(c, _)| c.decision == Decision::Admitted);
+    let held_back = unfamiliar_words.filter(|_| would_fire);
+    if held_back.is_some() {
         for (c, _) in &mut judged {
             if c.decision == Decision::Admitted {
                 c.decision = Decision::Unfamiliar;
-                held_back.clone_from(&unfamiliar_words);
             }
         }
     }
