@@ -183,7 +183,8 @@ bench-scale: models
 	done
 
 ## Rebuild a cross-encoder from scratch (about 35 min on 2 cores) and check it
-## against the committed one: CE=carrel-ce-v2 (default) or CE=carrel-ce-v1;
+## against the committed one: CE=carrel-ce-v2 (default), carrel-ce-v1, or the
+## two built and not shipped, carrel-ce-v3 and carrel-ce-v4 (models/carrel-ce-v2/MODEL_CARD.md);
 ## PROMOTE=1 replaces the committed one.
 reranker: models
 	./tools/reranker/make.sh

@@ -36,6 +36,18 @@ struct QueryLine {
     #[serde(rename = "_id")]
     id: String,
     text: String,
+    /// The query's kind, where the set names one (the calibration set's
+    /// `index-term`, `title`, `noise`): the lanes are also scored per kind.
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+/// Both lanes' figures over the relevant queries of one kind.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct KindMetrics {
+    pub queries: usize,
+    pub subject: Metrics,
+    pub topic: Metrics,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -121,8 +133,8 @@ impl Default for Floors {
 impl Floors {
     /// Adds one query as each floor would judge it: the cosine of its
     /// relevant card (of any card, for noise); the logit of the card the
-    /// subject lane would fire on (the first card both its scorers agree
-    /// on); the best passage the veto let through.
+    /// subject lane would fire on ([`crate::lanes::subject::first_card`]);
+    /// the best passage the veto let through.
     fn judge(
         &mut self,
         noise: bool,
@@ -141,10 +153,10 @@ impl Floors {
                 .map(|c| (c.cosine.get(), is_relevant(&c.doc))),
         );
         // The logit the lane would fire on: its first card's, when the
-        // scorers agree on it (`first_agreed`); none when they disagree.
+        // lane takes that card (`first_card`); none when it does not.
         let scored = CardScores::scored(subject);
         let pairs: Vec<(Cosine, RerankLogit)> = scored.iter().map(|(_, c, l)| (*c, *l)).collect();
-        let logit = crate::lanes::subject::first_agreed(&pairs)
+        let logit = crate::lanes::subject::first_card(&pairs)
             .map(|i| (scored[i].2.get(), is_relevant(scored[i].0)));
         let passage = best(
             &mut topic
@@ -381,6 +393,8 @@ pub struct EvalReport {
     /// Subject-lane states over all queries (ready / weak / unavailable / failed).
     pub subject_states: BTreeMap<String, usize>,
     pub topic_states: BTreeMap<String, usize>,
+    /// Both lanes per kind of relevant query, where the set names kinds.
+    pub by_kind: BTreeMap<String, KindMetrics>,
     pub latency: Latency,
     pub per_query: BTreeMap<String, QueryResult>,
 }
@@ -676,6 +690,7 @@ struct Tally {
     subject_states: BTreeMap<String, usize>,
     topic_states: BTreeMap<String, usize>,
     relevant_queries: usize,
+    by_kind: BTreeMap<String, KindMetrics>,
 }
 
 impl Tally {
@@ -813,6 +828,7 @@ impl Tally {
             topic_states,
             relevant_queries,
             per_query,
+            by_kind,
             ..
         } = self;
         *subject_states
@@ -845,6 +861,13 @@ impl Tally {
             losses.add(&topic_candidates, &topic_docs, rel);
             order.add(rel, &subject_candidates);
             base.add(&bm25_docs, rel, !bm25_docs.is_empty());
+            if let Some(kind) = &q.kind {
+                let k = by_kind.entry(kind.clone()).or_default();
+                k.queries += 1;
+                k.subject
+                    .add(&subject_docs, rel, r.subject.has_ready_hits());
+                k.topic.add(&topic_docs, rel, r.topic.has_ready_hits());
+            }
         }
         per_query.insert(
             q.id.clone(),
@@ -891,9 +914,14 @@ impl Tally {
             subject_states,
             topic_states,
             relevant_queries,
+            mut by_kind,
         } = self;
         for m in [&mut subject, &mut cosine, &mut topic, &mut dense, &mut base] {
             m.average(relevant_queries);
+        }
+        for k in by_kind.values_mut() {
+            k.subject.average(k.queries);
+            k.topic.average(k.queries);
         }
         EvalReport {
             dataset: dir.display().to_string(),
@@ -917,6 +945,7 @@ impl Tally {
             bm25: base,
             subject_states,
             topic_states,
+            by_kind,
             latency: Latency {
                 cold_first_query_ms,
                 embed_p50_ms: percentile(&embed_ms, 0.5),

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use carrel::lanes::{Decision, MatchResponse};
+use carrel::lanes::{Decision, MatchResponse, subject};
 use carrel::models::{ModelConfig, Reranker};
 use carrel::{Library, LibraryConfig};
 use common::*;
@@ -175,11 +175,14 @@ fn every_reranker_failure_suppresses_the_lane_and_says_why_without_changing_elig
 }
 
 /// Scores the cards in the order the lane hands them over (its cosine
-/// order): all over any floor, the rest reversed, so an order shown can only
-/// be the cross-encoder's, and cosine's first card either kept first (the
-/// two scorers agree) or sent last (they disagree).
+/// order): all over any floor, the rest rising, so an order shown can only
+/// be the cross-encoder's, and cosine's first card either kept first at
+/// `top` (the two scorers agree) or sent last, with `top` on cosine's last
+/// card (they disagree). Under [`subject::RERANK_SURE`] a disagreement
+/// silences the lane; at it, the cross-encoder's first card is taken alone.
 struct Positional {
     agree: bool,
+    top: f32,
 }
 
 impl Reranker for Positional {
@@ -187,18 +190,22 @@ impl Reranker for Positional {
         "fake@test"
     }
     fn rerank(&mut self, _query: &str, documents: &[&str]) -> carrel::Result<Vec<f32>> {
-        let n = documents.len() as f32;
+        let last = documents.len() - 1;
         Ok((0..documents.len())
             .map(|i| match (i, self.agree) {
-                (0, true) => 100.0 + n,
-                (0, false) => 99.0,
-                _ => 100.0 + i as f32,
+                (0, true) => self.top,
+                (0, false) => 0.0,
+                (i, false) if i == last => self.top,
+                _ => 0.5 + 0.01 * i as f32,
             })
             .collect())
     }
 }
 
-/// The query both Positional tests ask: three cards of the labelled set
+/// A logit over the rerank floor and under [`subject::RERANK_SURE`].
+const UNSURE: f32 = 2.0;
+
+/// The query the Positional tests ask: three cards of the labelled set
 /// (composting, beekeeping, sourdough) are eligible for it.
 const HOBBIES: &str = "a beginner's guide to home hobbies: sourdough, compost, bees and bikes";
 
@@ -206,7 +213,10 @@ const HOBBIES: &str = "a beginner's guide to home hobbies: sourdough, compost, b
 fn the_cross_encoder_orders_but_cosine_is_the_number_shown() {
     let _serial = serial();
     let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
-    lib.set_reranker(Box::new(Positional { agree: true }));
+    lib.set_reranker(Box::new(Positional {
+        agree: true,
+        top: UNSURE,
+    }));
     let r = lib.match_query(HOBBIES, 10).unwrap();
     let hits = r.subject.hits();
     assert!(hits.len() >= 3, "{hits:?}");
@@ -349,7 +359,10 @@ fn the_shipped_cross_encoder_scores_alike_on_every_cpu() {
 fn the_lane_stays_silent_when_its_scorers_disagree_on_the_first_card() {
     let _serial = serial();
     let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
-    lib.set_reranker(Box::new(Positional { agree: false }));
+    lib.set_reranker(Box::new(Positional {
+        agree: false,
+        top: UNSURE,
+    }));
     let r = lib.match_query(HOBBIES, 10).unwrap();
     assert!(!r.subject.has_ready_hits(), "{:?}", r.subject.hits());
     let scored: Vec<_> = r
@@ -372,6 +385,35 @@ fn the_lane_stays_silent_when_its_scorers_disagree_on_the_first_card() {
         .map(|h| h.doc)
         .collect();
     assert!(scored.iter().all(|c| shown.contains(&c.doc)), "{shown:?}");
+}
+
+/// A title the cross-encoder is sure of is taken though cosine put another
+/// card first: its first card is the lane's first hit, in its own order.
+#[test]
+fn the_cross_encoder_alone_fires_when_it_is_sure() {
+    let _serial = serial();
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    lib.set_reranker(Box::new(Positional {
+        agree: false,
+        top: subject::RERANK_SURE.value().get(),
+    }));
+    let r = lib.match_query(HOBBIES, 10).unwrap();
+    assert!(r.subject.has_ready_hits(), "{:?}", r.explain.subject);
+    let scored: Vec<_> = r
+        .explain
+        .subject
+        .iter()
+        .filter(|c| c.rerank.is_some())
+        .collect();
+    assert!(scored.len() >= 2, "{scored:?}");
+    let hits = r.subject.hits();
+    assert_eq!(
+        hits[0].doc,
+        scored.last().unwrap().doc,
+        "the cross-encoder's first"
+    );
+    assert_ne!(hits[0].doc, scored[0].doc, "not cosine's first");
+    assert!(scored.iter().all(|c| c.decision != Decision::Disputed));
 }
 
 /// Regression: a kept evaluation library reached through another path to

@@ -91,6 +91,25 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 report.noise_queries
             );
         }
+        // Per kind of query, where the set has more than one (the
+        // calibration set's index terms and titles).
+        if report.by_kind.len() > 1 {
+            println!(
+                "| lane, by kind of query | queries | nDCG@10 | fires on | first hit right when it fires |"
+            );
+            println!("|---|---:|---:|---:|---:|");
+            for (kind, k) in &report.by_kind {
+                for (lane, m) in [("subject", &k.subject), ("topic", &k.topic)] {
+                    println!(
+                        "| {lane}, {kind} | {} | {:.3} | {:.0}% | {:.0}% |",
+                        k.queries,
+                        m.ndcg_at_10,
+                        100.0 * m.fires_on,
+                        100.0 * m.right_when_fired
+                    );
+                }
+            }
+        }
         let t = &report.topic_losses;
         println!(
             "topic lane, relevant (query, document) pairs: {} in all, {} found in the first 10; \

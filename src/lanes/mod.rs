@@ -129,7 +129,9 @@ pub enum Decision {
     /// Eligible by cosine, refused by the cross-encoder's floor.
     BelowRerankFloor,
     /// Over both floors, but the cross-encoder and cosine put different
-    /// cards first, so the subject lane does not fire on this query.
+    /// cards first and the cross-encoder is not sure of its own
+    /// (`subject::RERANK_SURE`), so the subject lane does not fire on this
+    /// query.
     Disputed,
     /// The passage's headings and title do not mention the query.
     Vetoed,

@@ -6,7 +6,8 @@ Usage: build.py OUT_DIR [--cache DIR] [--offline]
 Fetches the Debian packages named in PACKAGES with `apt-get download` into a
 cache, reads their `.info.gz` manuals (via `dpkg-deb --fsys-tarfile`), writes
 one Markdown document per info node, turns index entries that are "about" their
-node into queries, adds the hand-written noise queries from noise.jsonl, and
+node into queries, asks each of up to MAX_TITLES_PER_MANUAL nodes a manual by
+its own title (the title-like about queries), adds the hand-written noise queries from noise.jsonl, and
 writes the set in the layout `carrel eval DIR` reads:
 
     OUT_DIR/corpus/<manual>/<node>.md   documents (relative path = id)
@@ -71,6 +72,10 @@ MAX_ABOUT_PER_MANUAL = 70
 MAX_TARGETS = 1
 # About queries kept per node at most.
 MAX_PER_NODE = 2
+# Title-like about queries: a node's own name, as a person asks for a page
+# by what it is called ("Backup options", "ls invocation"), at most this
+# many a manual (chosen by hash), one a wording.
+MAX_TITLES_PER_MANUAL = 40
 # The "first lines" of a node that the about-rule looks at.
 LEAD_CHARS = 400
 
@@ -451,8 +456,28 @@ def main():
         manuals[manual] = (node_info, node_id)
         per_manual[manual] = {
             "docs": n_docs, "index_terms": len(targets), "about_rule_kept": len(kept),
-            "about_queries": len(fresh), "dropped": dict(sorted(dropped.items())),
+            "about_queries": len(fresh), "title_queries": 0,
+            "dropped": dict(sorted(dropped.items())),
         }
+
+    # Title-like queries, once every manual's index terms are chosen (so
+    # they change none): the nodes' own names, one a wording, none that an
+    # index term already asks, at most MAX_TITLES_PER_MANUAL a manual.
+    for manual, (node_info, node_id) in manuals.items():
+        titles = []
+        for name in node_info:
+            wording = frozenset(stem(w) for w in content_words(name))
+            if wording and wording not in asked:
+                asked.add(wording)
+                titles.append((name, name, name))
+        titles = spread_pick(titles, MAX_TITLES_PER_MANUAL)
+        titles.sort(key=lambda it: node_id[it[2]])
+        for i, (_, name, node) in enumerate(titles, 1):
+            qid = "%s-title-%03d" % (manual, i)
+            queries.append({"_id": qid, "text": name, "kind": "title",
+                            "manual": manual, "node": node})
+            qrels.append((qid, node_id[node]))
+        per_manual[manual]["title_queries"] = len(titles)
 
     # An index term names the one node its own index points at, but other
     # nodes can be about it too: grep's and sed's "Character Classes and
@@ -520,17 +545,18 @@ def main():
         for row in sources:
             f.write("\t".join(row) + "\n")
 
+    n_titles = sum(q["kind"] == "title" for q in queries)
     n_about = len(queries) - len(noise)
     print("calibration set written to %s in %.1fs" % (args.out, time.time() - t0))
     print("  documents:      %d" % len(docs))
-    print("  about queries:  %d (%d qrels; %d of them another node whose title names the query)"
-          % (n_about, len(qrels), len(extra)))
+    print("  about queries:  %d: %d index terms, %d titles (%d qrels; %d of them another node whose title names the query)"
+          % (n_about, n_about - n_titles, n_titles, len(qrels), len(extra)))
     print("  noise queries:  %d (%d distinct collision words)"
           % (len(noise), len({n["collides_with"] for n in noise})))
-    print("  %-10s %6s %8s %8s %7s" % ("manual", "docs", "indexed", "rule-ok", "about"))
+    print("  %-10s %6s %8s %8s %7s %7s" % ("manual", "docs", "indexed", "rule-ok", "about", "titles"))
     for m, c in per_manual.items():
-        print("  %-10s %6d %8d %8d %7d" % (m, c["docs"], c["index_terms"],
-                                          c["about_rule_kept"], c["about_queries"]))
+        print("  %-10s %6d %8d %8d %7d %7d" % (m, c["docs"], c["index_terms"],
+                                              c["about_rule_kept"], c["about_queries"], c["title_queries"]))
     dropped = collections.Counter()
     for c in per_manual.values():
         dropped.update(c["dropped"])

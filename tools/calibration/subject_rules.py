@@ -7,9 +7,12 @@ cross-encoder's logit where it was run), so no rule needs a rerun.
     python3 tools/calibration/subject_rules.py SET.json SET/qrels.tsv [MORE.json MORE/qrels.tsv ...]
 
 For each rule and set: the relevant queries it fires on, the share of those
-whose first hit is relevant, and the noise queries it fires on. The first
-rule is the lane's own (`lanes::subject::first_agreed` at `RERANK_FLOOR`);
-its figures must equal what `carrel eval` printed for the set. The last line
+whose first hit is relevant, and the noise queries it fires on; a set whose
+queries.jsonl (beside its qrels) names kinds of query (the calibration set's
+index terms and titles) is split by kind, each with all the noise. The first
+rule is the lane's own (`lanes::subject::first_card`: agreed at
+`RERANK_FLOOR`, or the cross-encoder alone at `RERANK_SURE`); its figures
+must equal what `carrel eval` printed for the set. The last line
 gives, on the first set, the rule that fires on most relevant queries while
 it stays right on at least 90% of them and admits no noise.
 """
@@ -20,6 +23,7 @@ import os
 import sys
 
 LANE_FLOOR = -0.3  # lanes::subject::RERANK_FLOOR
+LANE_SURE = 2.75  # lanes::subject::RERANK_SURE
 
 
 def load(run_path, qrels_path):
@@ -31,11 +35,23 @@ def load(run_path, qrels_path):
     with open(run_path, encoding="utf-8") as f:
         run = json.load(f)
     run["dataset"] = os.path.basename(run["dataset"].rstrip("/"))
-    rows = []
+    kinds = {}
+    queries = os.path.join(os.path.dirname(qrels_path), "queries.jsonl")
+    if os.path.exists(queries):
+        with open(queries, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    q = json.loads(line)
+                    kinds[q["_id"]] = q.get("kind")
+    by_kind = {}
     for qid, q in run["per_query"].items():
         scored = [c for c in q["subject_candidates"] if c["rerank"] is not None]
-        rows.append((q.get("noise", False), scored, relevant.get(qid, set())))
-    return run, rows
+        noise = q.get("noise", False)
+        by_kind.setdefault(None if noise else kinds.get(qid), []).append((noise, scored, relevant.get(qid, set())))
+    noise_rows = by_kind.pop(None, [])
+    if len(by_kind) <= 1:
+        return [(run["dataset"], [r for rows in by_kind.values() for r in rows] + noise_rows)]
+    return [("%s, %s" % (run["dataset"], kind), rows + noise_rows) for kind, rows in sorted(by_kind.items())]
 
 
 def first(scored, key):
@@ -82,14 +98,17 @@ def measure(rows, rule):
 def main(argv):
     if len(argv) < 2 or len(argv) % 2:
         sys.exit(__doc__)
-    sets = [load(argv[i], argv[i + 1]) for i in range(0, len(argv), 2)]
-    rules = [("the lane's: agreed, floor %.1f" % LANE_FLOOR, agreed_or_alone(LANE_FLOOR, float("inf")))]
+    sets = [part for i in range(0, len(argv), 2) for part in load(argv[i], argv[i + 1])]
+    rules = [("the lane's: agreed at %.1f, or the cross-encoder alone at %.2f" % (LANE_FLOOR, LANE_SURE),
+              agreed_or_alone(LANE_FLOOR, LANE_SURE))]
+    rules += [("agreed, floor %.1f (the lane before titles were asked)" % LANE_FLOOR,
+               agreed_or_alone(LANE_FLOOR, float("inf")))]
     rules += [("agreed, floor %.1f" % f, agreed_or_alone(f, float("inf"))) for f in (-1.0, -0.5, 0.0, 1.0)]
-    rules += [("agreed at %.1f, or the cross-encoder alone at %.1f" % (LANE_FLOOR, a), agreed_or_alone(LANE_FLOOR, a))
+    rules += [("agreed at %.1f, or the cross-encoder alone at %.2f" % (LANE_FLOOR, a), agreed_or_alone(LANE_FLOOR, a))
               for a in (1.0, 2.0, 2.5, 3.0)]
     rules += [("cosine's first %d, floor %.1f" % (r, f), within_cosine_rank(f, r))
               for r in (2, 3) for f in (-0.3, 0.0, 0.5, 1.0)]
-    print("| rule | " + " | ".join("%s: fires on, right, noise" % run["dataset"] for run, _ in sets) + " |")
+    print("| rule | " + " | ".join("%s: fires on, right, noise" % name for name, _ in sets) + " |")
     print("|---|" + "---:|" * len(sets))
     best = None
     for name, rule in rules:
@@ -102,7 +121,7 @@ def main(argv):
         print("| %s | %s |" % (name, " | ".join(cells)))
     if best:
         print("\nmost fired at >= 90%% right and 0 noise on %s: %s, %d of %d (%.0f%%)"
-              % (sets[0][0]["dataset"], best[0], best[1], best[2], 100 * best[1] / best[2]))
+              % (sets[0][0], best[0], best[1], best[2], 100 * best[1] / best[2]))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # `make reranker`: rebuilds one of Carrel's cross-encoders from scratch and
 # checks it against the committed one in models/$CE. CE=carrel-ce-v2 (the
 # default), CE=carrel-ce-v3 (v2's data less the negatives whose title names
-# the whole query) or CE=carrel-ce-v1.
+# the whole query), CE=carrel-ce-v4 (v2's data, with a listwise loss over
+# each query's cards added to the pointwise one) or CE=carrel-ce-v1.
 #   1. the training environment (tools/reranker/requirements.txt) in a venv;
 #   2. the corpus by package name (bench/fetch-corpus.sh: Python and Node.js
 #      docs, State of the Union texts; the R PDFs are not used); v2 adds 33
@@ -36,16 +37,19 @@ cards="${CARGO_TARGET_DIR:-target}/release/carrel-cards"
 ce="${CE:-carrel-ce-v2}"
 case "$ce" in
   carrel-ce-v1) pairs_args=() ;;
-  carrel-ce-v2 | carrel-ce-v3)
+  carrel-ce-v2 | carrel-ce-v3 | carrel-ce-v4)
     python3 tools/reranker/manuals.py "$work/manuals"
     "$cards" "$work/manuals/corpus" --out "$work/manual_docs.jsonl"
     pairs_args=(--manuals "$work/manuals/queries.jsonl" "$work/manual_docs.jsonl" --base "$base" --max-train-pairs 24000)
     # v3: v2's data, less the negatives whose title names the whole query.
     if [ "$ce" = carrel-ce-v3 ]; then pairs_args+=(--spare-titled); fi ;;
-  *) echo "CE must be carrel-ce-v1, carrel-ce-v2 or carrel-ce-v3" >&2; exit 2 ;;
+  *) echo "CE must be carrel-ce-v1, carrel-ce-v2, carrel-ce-v3 or carrel-ce-v4" >&2; exit 2 ;;
 esac
+train_args=()
+# v4: v2's pairs, and a listwise loss over each query's cards (train.py).
+if [ "$ce" = carrel-ce-v4 ]; then train_args=(--listwise 1.0); fi
 "$py" tools/reranker/pairs.py "$work/docs.jsonl" "$work/$ce.pairs.jsonl" "${pairs_args[@]}"
-"$py" tools/reranker/train.py "$work/$ce.pairs.jsonl" --base "$base" --out "$work/$ce.trained"
+"$py" tools/reranker/train.py "$work/$ce.pairs.jsonl" --base "$base" --out "$work/$ce.trained" "${train_args[@]}"
 rm -rf "${work:?}/$ce"
 "$py" tools/reranker/export.py "$work/$ce.trained" "$work/$ce.pairs.jsonl" --base "$base" --out "$work/$ce"
 (cd "$work/$ce" && sha256sum model.onnx tokenizer.json tokenizer_config.json special_tokens_map.json vocab.txt config.json > SHA256SUMS)

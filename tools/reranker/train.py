@@ -1,7 +1,10 @@
 """Fine-tunes the subject lane's cross-encoder: BERT sequence classification
 with one logit, from the all-MiniLM-L6-v2 weights, on the pairs `pairs.py`
 mined. Pointwise binary cross-entropy, so logit 0 means "as likely about it
-as not" and the lane's floor has a meaning. Deterministic for a given seed
+as not" and the lane's floor has a meaning. With `--listwise W` (carrel-ce-v4)
+each batch holds whole query groups, and W times a softmax cross-entropy over
+each group's cards is added: the positive card against the cards it is ranked
+with, which is the choice the subject lane asks of the model. Deterministic for a given seed
 (CPU kernels, deterministic algorithms, fixed batch order).
 
 Writes the fine-tuned model (safetensors + tokenizer) and held-out metrics,
@@ -49,6 +52,60 @@ def batches(rows, tok, size, max_length, rng):
         yield enc, torch.tensor([float(rows[i]["label"]) for i in b])
 
 
+def groups_per_batch(rows, size):
+    """How many whole query groups make a batch of about `size` pairs."""
+    n = len({r["group"] for r in rows})
+    return max(1, round(size * n / max(1, len(rows))))
+
+
+def group_batches(rows, tok, size, max_length, rng):
+    """Batches of whole query groups (about `size` pairs each), groups of
+    similar length together, order fixed by the seed. Yields the encoding,
+    the labels and, per group, the row indices of its cards (sections are
+    not cards) when it has a positive card and a negative one."""
+    groups = {}
+    for i, r in enumerate(rows):
+        groups.setdefault(r["group"], []).append(i)
+    keys = sorted(groups)
+    rng.shuffle(keys)
+    per = groups_per_batch(rows, size)
+    window = per * 50
+    out = []
+    for w in range(0, len(keys), window):
+        chunk = sorted(keys[w : w + window],
+                       key=lambda g: sum(len(rows[i]["query"]) + len(rows[i]["text"]) for i in groups[g]))
+        out += [chunk[b : b + per] for b in range(0, len(chunk), per)]
+    rng.shuffle(out)
+    for batch in out:
+        idx = [i for g in batch for i in groups[g]]
+        enc = tok(
+            [rows[i]["query"] for i in idx],
+            [rows[i]["text"] for i in idx],
+            truncation="only_second",
+            max_length=max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        lists, at = [], 0
+        for g in batch:
+            cards = [at + k for k, i in enumerate(groups[g]) if not rows[i]["kind"].startswith("section")]
+            labels = {rows[groups[g][k - at]]["label"] for k in cards}
+            if labels == {0, 1}:
+                lists.append(cards)
+            at += len(groups[g])
+        yield enc, torch.tensor([float(rows[i]["label"]) for i in idx]), lists
+
+
+def listwise_loss(logits, labels, lists):
+    """Mean over groups of -log(softmax mass on the positive cards)."""
+    losses = []
+    for cards in lists:
+        s = logits[cards]
+        pos = labels[cards] > 0.5
+        losses.append(torch.logsumexp(s, 0) - torch.logsumexp(s[pos], 0))
+    return torch.stack(losses).mean() if losses else logits.sum() * 0.0
+
+
 @torch.no_grad()
 def score(model, tok, rows, max_length, size=64):
     model.eval()
@@ -81,6 +138,8 @@ def main():
     ap.add_argument("--max-length", type=int, default=192)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="train on the first N pairs only (smoke runs)")
+    ap.add_argument("--listwise", type=float, default=0.0,
+                    help="weight of the listwise loss over each query's cards (0: pointwise only, as v1 and v2)")
     args = ap.parse_args()
 
     random.seed(args.seed)
@@ -98,7 +157,11 @@ def main():
     tok = AutoTokenizer.from_pretrained(args.base)
     model = AutoModelForSequenceClassification.from_pretrained(args.base, num_labels=1)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    steps = args.epochs * math.ceil(len(train) / args.batch_size)
+    if args.listwise:
+        n_groups = len({r["group"] for r in train})
+        steps = args.epochs * math.ceil(n_groups / groups_per_batch(train, args.batch_size))
+    else:
+        steps = args.epochs * math.ceil(len(train) / args.batch_size)
     warm = int(steps * args.warmup)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: (s + 1) / max(1, warm) if s < warm else max(0.0, (steps - s) / max(1, steps - warm))
@@ -112,9 +175,15 @@ def main():
     step, seen, running = 0, 0, 0.0
     for epoch in range(args.epochs):
         model.train()
-        for enc, labels in batches(train, tok, args.batch_size, args.max_length, rng):
+        if args.listwise:
+            feed = group_batches(train, tok, args.batch_size, args.max_length, rng)
+        else:
+            feed = ((enc, labels, None) for enc, labels in batches(train, tok, args.batch_size, args.max_length, rng))
+        for enc, labels, lists in feed:
             logits = model(**enc).logits[:, 0]
             loss = loss_fn(logits, labels)
+            if args.listwise:
+                loss = loss + args.listwise * listwise_loss(logits, labels, lists)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -145,7 +214,7 @@ def main():
         "heldout_pages": len({r["text"] for r in held if r["label"] == 1 and r["kind"] != "section"}),
         "train_seconds": round(train_s, 1),
         "pairs_per_second": round(len(train) * args.epochs / train_s, 2),
-        "hyperparameters": {k: getattr(args, k) for k in ("seed", "epochs", "batch_size", "lr", "warmup", "max_length", "threads")},
+        "hyperparameters": {k: getattr(args, k) for k in ("seed", "epochs", "batch_size", "lr", "warmup", "max_length", "threads", "listwise")},
         "heldout": {
             "reranker": {"auc": auc(logits, labels), "pairwise_accuracy": pairwise_accuracy(logits, labels, groups),
                          "recall_at_fpr_0.01": recall_at_fpr(logits, labels, 0.01),

@@ -270,7 +270,9 @@ export type Decision = "admitted" |
 "below_rerank_floor" | 
 /**
  *  Over both floors, but the cross-encoder and cosine put different
- *  cards first, so the subject lane does not fire on this query.
+ *  cards first and the cross-encoder is not sure of its own
+ *  (`subject::RERANK_SURE`), so the subject lane does not fire on this
+ *  query.
  */
 "disputed" | 
 /**  The passage's headings and title do not mention the query. */
