@@ -190,7 +190,7 @@ impl Reranker for Positional {
         "fake@test"
     }
     fn rerank(&mut self, _query: &str, documents: &[&str]) -> carrel::Result<Vec<f32>> {
-        let last = documents.len() - 1;
+        let last = documents.len().saturating_sub(1);
         Ok((0..documents.len())
             .map(|i| match (i, self.agree) {
                 (0, true) => self.top,

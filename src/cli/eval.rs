@@ -101,7 +101,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             for (kind, k) in &report.by_kind {
                 for (lane, m) in [("subject", &k.subject), ("topic", &k.topic)] {
                     println!(
-                        "| {lane}, {kind} | {} | {:.3} | {:.0}% | {:.0}% |",
+                        "| {lane}, {kind} | {} | {:.3} | {:.0}% | {:.1}% |",
                         k.queries,
                         m.ndcg_at_10,
                         100.0 * m.fires_on,

@@ -133,12 +133,9 @@ pub fn first_agreed(scored: &[(Cosine, RerankLogit)]) -> Option<usize> {
 /// cosine agrees ([`first_agreed`]) or when its logit reaches
 /// [`RERANK_SURE`] alone.
 pub fn first_card(scored: &[(Cosine, RerankLogit)]) -> Option<usize> {
-    first_agreed(scored).or_else(|| {
-        let cross_encoder = first_by(scored, |a, b| a.1.rank(b.1))?;
-        RERANK_SURE
-            .admits(scored[cross_encoder].1)
-            .then_some(cross_encoder)
-    })
+    let cross_encoder = first_by(scored, |a, b| a.1.rank(b.1))?;
+    (first_agreed(scored).is_some() || RERANK_SURE.admits(scored[cross_encoder].1))
+        .then_some(cross_encoder)
 }
 
 /// The first card by one scale's order, ties to the earlier card.
