@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use carrel::lanes::{Decision, MatchResponse, subject};
+use carrel::lanes::{Candidate, Decision, MatchResponse, subject};
 use carrel::models::{ModelConfig, Reranker};
 use carrel::{Library, LibraryConfig};
 use common::*;
@@ -205,6 +205,23 @@ impl Reranker for Positional {
 /// A logit over the rerank floor and under [`subject::RERANK_SURE`].
 const UNSURE: f32 = 2.0;
 
+/// [`HOBBIES`] asked of the labelled library with a cross-encoder that puts
+/// cosine's last scored card first, at `top`.
+fn disagreeing(top: f32) -> MatchResponse {
+    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
+    lib.set_reranker(Box::new(Positional { agree: false, top }));
+    lib.match_query(HOBBIES, 10).unwrap()
+}
+
+/// The subject cards the cross-encoder scored, in the lane's cosine order.
+fn scored(r: &MatchResponse) -> Vec<&Candidate> {
+    r.explain
+        .subject
+        .iter()
+        .filter(|c| c.rerank.is_some())
+        .collect()
+}
+
 /// The query the Positional tests ask: three cards of the labelled set
 /// (composting, beekeeping, sourdough) are eligible for it.
 const HOBBIES: &str = "a beginner's guide to home hobbies: sourdough, compost, bees and bikes";
@@ -358,19 +375,9 @@ fn the_shipped_cross_encoder_scores_alike_on_every_cpu() {
 #[test]
 fn the_lane_stays_silent_when_its_scorers_disagree_on_the_first_card() {
     let _serial = serial();
-    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
-    lib.set_reranker(Box::new(Positional {
-        agree: false,
-        top: UNSURE,
-    }));
-    let r = lib.match_query(HOBBIES, 10).unwrap();
+    let r = disagreeing(UNSURE);
     assert!(!r.subject.has_ready_hits(), "{:?}", r.subject.hits());
-    let scored: Vec<_> = r
-        .explain
-        .subject
-        .iter()
-        .filter(|c| c.rerank.is_some())
-        .collect();
+    let scored = scored(&r);
     assert!(scored.len() >= 2, "{scored:?}");
     assert!(
         scored.iter().all(|c| c.decision == Decision::Disputed),
@@ -392,19 +399,9 @@ fn the_lane_stays_silent_when_its_scorers_disagree_on_the_first_card() {
 #[test]
 fn the_cross_encoder_alone_fires_when_it_is_sure() {
     let _serial = serial();
-    let (_d, mut lib) = labelled_library(models(), Duration::from_secs(30));
-    lib.set_reranker(Box::new(Positional {
-        agree: false,
-        top: subject::RERANK_SURE.value().get(),
-    }));
-    let r = lib.match_query(HOBBIES, 10).unwrap();
+    let r = disagreeing(subject::RERANK_SURE.value().get());
     assert!(r.subject.has_ready_hits(), "{:?}", r.explain.subject);
-    let scored: Vec<_> = r
-        .explain
-        .subject
-        .iter()
-        .filter(|c| c.rerank.is_some())
-        .collect();
+    let scored = scored(&r);
     assert!(scored.len() >= 2, "{scored:?}");
     let hits = r.subject.hits();
     assert_eq!(

@@ -41,15 +41,20 @@ def batches(rows, tok, size, max_length, rng):
         out += [chunk[b : b + size] for b in range(0, len(chunk), size)]
     rng.shuffle(out)
     for b in out:
-        enc = tok(
-            [rows[i]["query"] for i in b],
-            [rows[i]["text"] for i in b],
-            truncation="only_second",
-            max_length=max_length,
-            padding=True,
-            return_tensors="pt",
-        )
-        yield enc, torch.tensor([float(rows[i]["label"]) for i in b])
+        yield encode(rows, b, tok, max_length)
+
+
+def encode(rows, idx, tok, max_length):
+    """The (query, text) pairs of rows `idx`, tokenized, and their labels."""
+    enc = tok(
+        [rows[i]["query"] for i in idx],
+        [rows[i]["text"] for i in idx],
+        truncation="only_second",
+        max_length=max_length,
+        padding=True,
+        return_tensors="pt",
+    )
+    return enc, torch.tensor([float(rows[i]["label"]) for i in idx])
 
 
 def groups_per_batch(rows, size):
@@ -78,22 +83,13 @@ def group_batches(rows, tok, size, max_length, rng):
     rng.shuffle(out)
     for batch in out:
         idx = [i for g in batch for i in groups[g]]
-        enc = tok(
-            [rows[i]["query"] for i in idx],
-            [rows[i]["text"] for i in idx],
-            truncation="only_second",
-            max_length=max_length,
-            padding=True,
-            return_tensors="pt",
-        )
-        lists, at = [], 0
+        enc, labels = encode(rows, idx, tok, max_length)
+        lists = []
         for g in batch:
-            cards = [at + k for k, i in enumerate(groups[g]) if not rows[i]["kind"].startswith("section")]
-            labels = {rows[groups[g][k - at]]["label"] for k in cards}
-            if labels == {0, 1}:
+            cards = [k for k, i in enumerate(idx) if i in groups[g] and not rows[i]["kind"].startswith("section")]
+            if {rows[idx[k]]["label"] for k in cards} == {0, 1}:
                 lists.append(cards)
-            at += len(groups[g])
-        yield enc, torch.tensor([float(rows[i]["label"]) for i in idx]), lists
+        yield enc, labels, lists
 
 
 def listwise_loss(logits, labels, lists):
