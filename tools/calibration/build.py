@@ -469,14 +469,14 @@ def main():
             wording = frozenset(stem(w) for w in content_words(name))
             if wording and wording not in asked:
                 asked.add(wording)
-                titles.append((name, name, name))
+                titles.append((name,))
         titles = spread_pick(titles, MAX_TITLES_PER_MANUAL)
-        titles.sort(key=lambda it: node_id[it[2]])
-        for i, (_, name, node) in enumerate(titles, 1):
+        titles.sort(key=lambda it: node_id[it[0]])
+        for i, (name,) in enumerate(titles, 1):
             qid = "%s-title-%03d" % (manual, i)
             queries.append({"_id": qid, "text": name, "kind": "title",
-                            "manual": manual, "node": node})
-            qrels.append((qid, node_id[node]))
+                            "manual": manual, "node": name})
+            qrels.append((qid, node_id[name]))
         per_manual[manual]["title_queries"] = len(titles)
 
     # An index term names the one node its own index points at, but other
