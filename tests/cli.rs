@@ -566,6 +566,8 @@ fn ask_answers_with_checked_citations_and_refuses_unknown_mentions() {
             .args([
                 "ask",
                 "how do I begin a sourdough starter? @doc:sourdough-starter-copy",
+                "--answerer",
+                "extractive",
                 "--json",
             ])
             .env_remove("CARREL_LLM_URL")
@@ -913,7 +915,7 @@ fn ask_with_kb_mentions_reads_those_libraries_and_groups_the_answer_by_owner() {
     }
     let q = "@kb:admirers @kb:skeptics who is responsible for the murders in Frankenstein";
     // The library in use was never created: a scoped question does not need it.
-    let v = json(stdout(carrel_home(data.path()).args(["ask", "--json", q])).as_bytes());
+    let v = json(stdout(carrel_home(data.path()).args(["ask", "--answerer", "extractive", "--json", q])).as_bytes());
     let route: Vec<(&str, &str)> = v["route"]
         .as_array()
         .unwrap()
@@ -937,7 +939,7 @@ fn ask_with_kb_mentions_reads_those_libraries_and_groups_the_answer_by_owner() {
         };
         assert_eq!(p["owner"], owner);
     }
-    let text = stdout(carrel_home(data.path()).args(["ask", q]));
+    let text = stdout(carrel_home(data.path()).args(["ask", "--answerer", "extractive", q]));
     assert!(text.contains("Asked: admirers ("), "{text}");
     assert!(
         text.contains("From admirers (owner: Ada Moreau):"),

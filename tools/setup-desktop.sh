@@ -5,7 +5,8 @@
 # imagemagick for screenshots of the whole screen, desktop-file-utils and
 # rofi to check the installed menu entry and show it as a launcher lists it; the readers Carrel calls
 # as programs: poppler-utils (pdftotext, the second PDF reader, and pdftoppm)
-# and Tesseract with English (OCR of scans and images). Idempotent: installs only
+# and Tesseract with English (OCR of scans and images); cmake and clang,
+# which build llama.cpp (the built-in answerer) from the llama-cpp-sys-2 crate. Idempotent: installs only
 # what is missing. tauri-driver comes from crates.io, pinned, into
 # $CARGO_TARGET_DIR/tools (so CI's cached target dir keeps it).
 set -euo pipefail
@@ -16,6 +17,7 @@ PACKAGES=(
   librsvg2-dev libxdo-dev libayatana-appindicator3-dev
   xvfb xauth webkit2gtk-driver chromium imagemagick fonts-dejavu-core rofi desktop-file-utils
   poppler-utils tesseract-ocr tesseract-ocr-eng
+  cmake clang libclang-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -2,7 +2,7 @@
 //! is async and runs the engine on a blocking worker, never on the UI thread.
 
 use carrel::answer::history::ChatTurn;
-use carrel::answer::{self, Answer, Answerer, MentionOption};
+use carrel::answer::{self, Answer, AnswerEvent, Answerer, MentionOption};
 use carrel::foreign::ask::Elsewhere;
 use carrel::foreign::{self, Declared, Kind, Metric, Scope, SourceView};
 use carrel::ingest::{AddReport, Progress};
@@ -213,16 +213,35 @@ pub async fn check_mentions(
 
 #[tauri::command]
 #[specta::specta]
-pub async fn ask(state: State<'_, AppState>, message: String) -> Result<Answer> {
+pub async fn ask(
+    state: State<'_, AppState>,
+    message: String,
+    on_progress: Channel<AnswerEvent>,
+) -> Result<Answer> {
     let lib = state.library();
-    blocking(move || {
-        Ok(carrel::library::ask_shared(
-            &lib,
-            &message,
-            &Answerer::from_env(),
-        )?)
+    let models = state.settings().library_config()?.models;
+    let stop = state.answer_started();
+    let asked = blocking(move || {
+        let (answerer, note) = Answerer::from_env(&models);
+        // A closed window is no reason to stop: the turn is kept.
+        let mut on = |p: carrel::answer::Progress| {
+            let _ = on_progress.send(p.into());
+        };
+        let mut answer = carrel::library::ask_shared(&lib, &message, &answerer, &stop, &mut on)?;
+        answer.notes.extend(note);
+        Ok(answer)
     })
-    .await
+    .await;
+    state.answer_finished();
+    asked
+}
+
+/// Stops the model writing the answer now: what it wrote is kept, marked
+/// as stopped. False when no answer is being written.
+#[tauri::command]
+#[specta::specta]
+pub async fn stop_answer(state: State<'_, AppState>) -> Result<bool> {
+    Ok(state.stop_answer())
 }
 
 /// The kept chat of this library, oldest first.
@@ -344,7 +363,7 @@ fn app_info(state: &AppState) -> Result<AppInfo> {
         library_dir: config.dir.display().to_string(),
         library_from_env: from == LibraryDirFrom::Env,
         models_dir: config.models.dir.display().to_string(),
-        answerer: Answerer::from_env().name(),
+        answerer: Answerer::from_env(&config.models).0.name(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         default_jobs: carrel::models::pool::default_jobs() as u32,
         settings,

@@ -45,6 +45,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::complete_mention,
             commands::check_mentions,
             commands::ask,
+            commands::stop_answer,
             commands::chat_history,
             commands::clear_chat,
             commands::doctor,

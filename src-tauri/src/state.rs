@@ -169,6 +169,8 @@ pub struct AppState {
     sync_gate: Arc<Mutex<()>>,
     /// The running import's stop request, while one runs.
     import: Mutex<Option<carrel::ingest::Cancel>>,
+    /// The stop flag of the answer a model is writing, while one is.
+    answering: Mutex<Option<Arc<std::sync::atomic::AtomicBool>>>,
     pub started: Instant,
 }
 
@@ -186,6 +188,7 @@ impl AppState {
             settings_problem,
             sync_gate: Arc::default(),
             import: Mutex::new(None),
+            answering: Mutex::new(None),
             started,
         })
     }
@@ -224,6 +227,29 @@ impl AppState {
         match lock(&self.import).as_ref() {
             Some(c) => {
                 c.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A stop flag for the answer that starts now (the newest question's:
+    /// Stop stops the one being written).
+    pub fn answer_started(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        *lock(&self.answering) = Some(stop.clone());
+        stop
+    }
+
+    pub fn answer_finished(&self) {
+        *lock(&self.answering) = None;
+    }
+
+    /// Stops the answer being written; false when none is.
+    pub fn stop_answer(&self) -> bool {
+        match lock(&self.answering).as_ref() {
+            Some(stop) => {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
                 true
             }
             None => false,

@@ -1,17 +1,24 @@
 //! Grounded answers (`carrel ask`, the app's Chat page): context from the
 //! mentioned documents or from the lanes, an answer from the extractive
-//! answerer or an OpenAI-compatible LLM, and a check by code of every
-//! citation in it.
+//! answerer, the built-in model or an OpenAI-compatible server, and a check
+//! by code of every statement in it.
 //!
-//! The check: each cited `[n]` must be a passage that was in the context, and
-//! that passage must still belong to the document it names; an extractive
-//! quote must occur in its passage. A statement without a citation is flagged.
+//! The check: an extractive quote must occur in the passage it cites. A
+//! written sentence is cited by Carrel ([`marks::attribute`]) to the passage
+//! that supports it, or to none ("not found in your documents"); the
+//! model's own `[n]` is kept as a hint. Every cited passage must have been
+//! in the context and must still belong to the document it names.
 
 pub mod cite;
 pub mod history;
+pub mod marks;
 pub mod provider;
+pub mod sentences;
+pub mod verify;
 
 use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 use unicode_segmentation::UnicodeSegmentation;
@@ -21,10 +28,12 @@ use crate::kb::{Identity, Kb};
 use crate::lanes::MatchResponse;
 use crate::lanes::merge::{RouteState, RouteStep};
 use crate::mention::{self, Mention, MentionError, Mentionable, Resolution};
+use crate::models::writer::{self, Ended, Message, Role, Writer};
 use crate::models::{Fingerprints, ModelConfig};
 use crate::score::{Cosine, Scale, ScorerId, ScorerKind};
 use crate::store::{ChunkRow, DocumentRow, Store};
 
+pub use marks::SUPPORT_MIN_PCT;
 pub use provider::LlmConfig;
 
 /// Characters of passage text handed to the answerer, all documents together.
@@ -37,27 +46,96 @@ const QUOTE_MAX_CHARS: usize = 320;
 /// Lane hits considered when no document is mentioned.
 pub const LANE_HITS: usize = 5;
 
+/// Characters of passage text the built-in model reads. About 450 tokens
+/// with the question and the instructions: on 2 cores the 0.5B model reads
+/// a prompt at 76–92 tokens/s (DESIGN.md), so the first word comes within
+/// about 5 s. Three of the lanes' passages (they run near 600 characters).
+pub const LOCAL_CONTEXT_CHARS: usize = 1_900;
+
 /// Who writes the answer.
 #[derive(Debug, Clone)]
 pub enum Answerer {
     /// No model: the best passages, quoted and cited.
     Extractive,
+    /// The built-in model (llama.cpp, in this process), from its GGUF file.
+    Local { model: PathBuf },
+    /// An OpenAI-compatible server.
     Llm(LlmConfig),
 }
 
+/// Which answerer a person asked for (Settings, `carrel ask --answerer`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, specta::Type, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswererChoice {
+    /// The built-in model when it is installed, else extractive.
+    #[default]
+    Auto,
+    /// The built-in model (extractive, said so, when it is not installed).
+    Local,
+    /// Quotes only: no model writes.
+    Extractive,
+    /// An OpenAI-compatible server (its URL and model are needed).
+    Server,
+}
+
 impl Answerer {
-    /// The app's answerer: an LLM when `CARREL_LLM_URL` and
-    /// `CARREL_LLM_MODEL` are set (the same variables `carrel ask` reads),
-    /// else extractive.
-    pub fn from_env() -> Answerer {
-        match (
+    /// The one place an answerer is chosen: `choice`, with the models in
+    /// `models` and the server `server` names. Returns the answerer and,
+    /// when it is not the one asked for, a note that says why (it goes on
+    /// the answer, for the reader).
+    pub fn choose(
+        choice: AnswererChoice,
+        models: &ModelConfig,
+        server: Option<LlmConfig>,
+    ) -> std::result::Result<(Answerer, Option<String>), String> {
+        let model = writer::writer_path(&models.dir);
+        match choice {
+            AnswererChoice::Extractive => Ok((Answerer::Extractive, None)),
+            AnswererChoice::Server => match server {
+                Some(cfg) => Ok((Answerer::Llm(cfg), None)),
+                None => Err("the server answerer needs a URL and a model name (--llm-url and --llm-model, or Settings)".into()),
+            },
+            AnswererChoice::Auto | AnswererChoice::Local if model.is_file() => {
+                Ok((Answerer::Local { model }, None))
+            }
+            AnswererChoice::Auto | AnswererChoice::Local => Ok((
+                Answerer::Extractive,
+                Some(format!(
+                    "no built-in model is installed ({} is missing: run `make models`, or install the carrel-model package), so these are quotes from the passages, not a written answer",
+                    model.display()
+                )),
+            )),
+        }
+    }
+
+    /// The answerer the environment asks for, as `carrel ask` reads it: a
+    /// server when `CARREL_LLM_URL` and `CARREL_LLM_MODEL` are set, else
+    /// `CARREL_ANSWERER` (auto, local, extractive), else
+    /// [`AnswererChoice::Auto`].
+    pub fn from_env(models: &ModelConfig) -> (Answerer, Option<String>) {
+        if let (Ok(url), Ok(model)) = (
             std::env::var("CARREL_LLM_URL"),
             std::env::var("CARREL_LLM_MODEL"),
-        ) {
-            (Ok(url), Ok(model)) if !url.is_empty() && !model.is_empty() => {
-                Answerer::llm(&url, &model)
-            }
-            _ => Answerer::Extractive,
+        ) && !url.is_empty()
+            && !model.is_empty()
+        {
+            return (Answerer::llm(&url, &model), None);
+        }
+        let choice = std::env::var("CARREL_ANSWERER")
+            .ok()
+            .and_then(|c| <AnswererChoice as clap::ValueEnum>::from_str(&c, true).ok())
+            .filter(|c| *c != AnswererChoice::Server)
+            .unwrap_or_default();
+        Answerer::choose(choice, models, None).expect("only the server answerer needs a server")
+    }
+
+    /// Characters of passages this answerer reads.
+    pub fn context_chars(&self) -> usize {
+        match self {
+            Answerer::Local { .. } => LOCAL_CONTEXT_CHARS,
+            Answerer::Extractive | Answerer::Llm(_) => CONTEXT_BUDGET_CHARS,
         }
     }
 
@@ -72,6 +150,7 @@ impl Answerer {
     pub fn name(&self) -> String {
         match self {
             Answerer::Extractive => "extractive".into(),
+            Answerer::Local { .. } => format!("local:{}", writer::WRITER_NAME),
             Answerer::Llm(cfg) => format!("llm:{} at {}", cfg.model, cfg.base_url),
         }
     }
@@ -126,34 +205,29 @@ pub struct Mentioned {
     pub kb: Option<Kb>,
 }
 
-/// Share of an LLM statement's content words (stemmed, stop words left out)
-/// that must occur in the passages it cites for it to be `supported`, in
-/// percent. A hand-set line, not a calibration: on the replayed replies in
-/// `fixtures/llm/` (7 statements) the statements that say what their passage
-/// says share 60–100% of their words with it, those citing the wrong passage
-/// 0–20%.
-pub const SUPPORT_MIN_PCT: u32 = 50;
-
 /// The verdict on one statement of an answer: each says exactly what was
 /// checked, no more.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(tag = "status", rename_all = "snake_case")]
 #[serde(rename = "CitationCheck")]
 pub enum Check {
-    /// Extractive: the quote occurs verbatim in the passage it cites, which
-    /// belongs to its document.
+    /// The statement occurs verbatim in the passage it cites, which
+    /// belongs to its document (a quote, or a sentence a model copied).
     Verified,
-    /// LLM: every citation is a passage of the context that belongs to its
-    /// document, and at least [`SUPPORT_MIN_PCT`] of the statement's content
-    /// words occur in those passages.
+    /// Written: Carrel cited the passage holding at least
+    /// [`SUPPORT_MIN_PCT`] of the statement's content words, the most of
+    /// any passage; it belongs to its document.
     Supported { overlap_pct: u32 },
-    /// LLM: every citation is a passage of the context that belongs to its
-    /// document; the statement has no content words to check against it.
+    /// Kept from earlier builds, which checked a model's own citations:
+    /// real passages, and no content words to check against them.
     Cited,
-    /// LLM: the citations are real passages, but fewer than
-    /// [`SUPPORT_MIN_PCT`] of the statement's content words occur in them.
+    /// Written: no passage of the context holds [`SUPPORT_MIN_PCT`] of its
+    /// content words (the closest holds `overlap_pct`): "not found in your
+    /// documents", and cited to nothing.
     Unsupported { overlap_pct: u32 },
-    /// The statement cites nothing.
+    /// Written: it makes no claim to look for (no content words: "Sure.").
+    NoClaim,
+    /// Kept from earlier builds: the statement cited nothing.
     Uncited,
     /// At least one citation failed; each problem is a sentence.
     Invalid { problems: Vec<String> },
@@ -162,9 +236,13 @@ pub enum Check {
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct Statement {
     pub text: String,
-    /// Passage numbers, as `[n]` in the answer.
+    /// Passage numbers, as `[n]` in the answer: Carrel's, for written text.
     pub citations: Vec<usize>,
     pub check: Check,
+    /// The `[n]` a model wrote after it: a hint, compared with
+    /// `citations` in the debug pane, never a citation.
+    #[serde(default)]
+    pub hint: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, specta::Type)]
@@ -174,6 +252,8 @@ pub struct CheckSummary {
     pub supported: usize,
     pub cited: usize,
     pub unsupported: usize,
+    #[serde(default)]
+    pub no_claim: usize,
     pub uncited: usize,
     pub invalid: usize,
 }
@@ -190,6 +270,7 @@ impl CheckSummary {
                 Check::Supported { .. } => &mut c.supported,
                 Check::Cited => &mut c.cited,
                 Check::Unsupported { .. } => &mut c.unsupported,
+                Check::NoClaim => &mut c.no_claim,
                 Check::Uncited => &mut c.uncited,
                 Check::Invalid { .. } => &mut c.invalid,
             } += 1;
@@ -202,9 +283,11 @@ impl CheckSummary {
     }
 
     /// Every statement's content was confirmed in its passage: verbatim, or
-    /// by its words. Only then may a surface say "all checked".
+    /// by its words (a statement that claims nothing aside). Only then may a
+    /// surface say "all checked".
     pub fn all_checked(&self) -> bool {
-        self.statements > 0 && self.verified + self.supported == self.statements
+        let claims = self.statements - self.no_claim;
+        claims > 0 && self.verified + self.supported == claims
     }
 }
 
@@ -233,6 +316,63 @@ pub struct Answer {
     /// The libraries asked, each with how it took part and its time.
     #[serde(default)]
     pub route: Vec<RouteStep>,
+    /// How a model wrote it (none for quotes, or when no model was asked).
+    #[serde(default)]
+    pub writing: Option<Writing>,
+    /// The line the question quotes, checked verbatim against the
+    /// libraries read, before anyone answers.
+    #[serde(default)]
+    pub quote: Option<verify::QuotedLine>,
+}
+
+/// How a model's writing went: why it ended, and how fast.
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
+pub struct Writing {
+    pub ended: Ended,
+    pub prompt_tokens: u32,
+    pub tokens: u32,
+    /// From asking the model to its first token, prompt read included.
+    pub first_token_ms: f64,
+    pub total_ms: f64,
+}
+
+/// [`Progress`] as it travels to the app (a Tauri Channel): owned, typed.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AnswerEvent {
+    Quote { quote: verify::QuotedLine },
+    Context { passages: Vec<Passage> },
+    Text { text: String },
+    Statement { statement: Statement },
+}
+
+impl From<Progress<'_>> for AnswerEvent {
+    fn from(p: Progress) -> AnswerEvent {
+        match p {
+            Progress::Quote(q) => AnswerEvent::Quote { quote: q.clone() },
+            Progress::Context(c) => AnswerEvent::Context {
+                passages: c.to_vec(),
+            },
+            Progress::Text(t) => AnswerEvent::Text { text: t.into() },
+            Progress::Statement(s) => AnswerEvent::Statement {
+                statement: s.clone(),
+            },
+        }
+    }
+}
+
+/// What answering hands on as it goes, for a reader who waits.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// The line the question quotes, checked against the libraries.
+    Quote(&'a verify::QuotedLine),
+    /// The passages the answer reads, before anyone writes: shown at once.
+    Context(&'a [Passage]),
+    /// More written text, `[n]` markers taken out.
+    Text(&'a str),
+    /// A statement ended, with its mark (its passage's place in its
+    /// library is checked again when the answer is done).
+    Statement(&'a Statement),
 }
 
 impl Answer {
@@ -345,9 +485,11 @@ pub fn ask(
     foreign: Vec<Foreign>,
     message: &str,
     answerer: &Answerer,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Progress),
 ) -> Result<Answer> {
-    let prepared = prepare(libs, foreign, message)?;
-    let drafted = draft(&prepared, answerer);
+    let prepared = prepare(libs, foreign, message, answerer.context_chars())?;
+    let drafted = draft(&prepared, answerer, stop, on);
     let readers: Vec<&dyn Corpus> = libs.iter().map(|l| &**l).collect();
     finish(&readers, prepared, answerer, drafted)
 }
@@ -374,22 +516,130 @@ pub struct Prepared {
     route: Vec<RouteStep>,
     /// What checks the passages of libraries on other machines.
     foreign: Vec<(Kb, Box<dyn Holder>)>,
+    quote: Option<verify::QuotedLine>,
 }
 
-/// What the answerer wrote, before it is checked: statements, or why not.
-pub type Drafted = Option<std::result::Result<Vec<Draft>, String>>;
+/// What the answerer wrote, before it is checked.
+#[derive(Debug, Clone)]
+pub struct Drafts {
+    pub drafts: Vec<Draft>,
+    /// How the model wrote them (none for quotes).
+    pub writing: Option<Writing>,
+}
 
-/// The answerer's turn; needs no library, so nothing waits on it.
-pub fn draft(prepared: &Prepared, answerer: &Answerer) -> Drafted {
+/// What the answerer wrote, or why not; none when nobody was asked (no
+/// context: a model is never asked to answer from nothing).
+pub type Drafted = Option<std::result::Result<Drafts, String>>;
+
+/// The answerer's turn; needs no library, so nothing waits on it. `on`
+/// hears the context at once, then the text as it is written and each
+/// statement with its mark as it ends; `stop` ends the writing, keeping
+/// what was written.
+pub fn draft(
+    prepared: &Prepared,
+    answerer: &Answerer,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Progress),
+) -> Drafted {
+    if let Some(q) = &prepared.quote {
+        on(Progress::Quote(q));
+    }
     if prepared.no_context.is_some() {
         return None;
     }
     let (question, context) = (&prepared.question, &prepared.context);
+    on(Progress::Context(context));
     Some(match answerer {
-        Answerer::Extractive => Ok(extractive(question, context)),
-        Answerer::Llm(cfg) => provider::complete(cfg, SYSTEM_PROMPT, &prompt(question, context))
-            .map(|text| statements_of(&text)),
+        Answerer::Extractive => Ok(Drafts {
+            drafts: extractive(question, context),
+            writing: None,
+        }),
+        Answerer::Local { model } => write_local(model, question, context, stop, on),
+        Answerer::Llm(cfg) => {
+            provider::complete(cfg, SYSTEM_PROMPT, &prompt(question, context)).map(|text| {
+                let mut split = sentences::Sentences::new();
+                let mut cuts = split.push(&text);
+                cuts.extend(split.finish());
+                Drafts {
+                    drafts: hand_on(cuts, context, on),
+                    writing: None,
+                }
+            })
+        }
     })
+}
+
+/// The built-in model's answer, streamed through `on` as it is written.
+fn write_local(
+    model: &std::path::Path,
+    question: &str,
+    context: &[Passage],
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Progress),
+) -> std::result::Result<Drafts, String> {
+    let writer = Writer::load(model)?;
+    let messages = [
+        Message::new(Role::System, SYSTEM_PROMPT),
+        Message::new(Role::User, prompt(question, context)),
+    ];
+    let mut split = sentences::Sentences::new();
+    let mut drafts = Vec::new();
+    let written = writer.write(&messages, stop, &mut |piece| {
+        let cuts = split.push(piece);
+        drafts.extend(hand_on(cuts, context, on));
+    })?;
+    drafts.extend(hand_on(split.finish(), context, on));
+    Ok(Drafts {
+        drafts,
+        writing: Some(Writing {
+            ended: written.ended,
+            prompt_tokens: written.prompt_tokens as u32,
+            tokens: written.tokens as u32,
+            first_token_ms: written.first_token_ms,
+            total_ms: written.total_ms,
+        }),
+    })
+}
+
+/// Hands each cut of written text on as it comes, a statement with its
+/// mark; returns the statements' drafts, cited by Carrel.
+fn hand_on(
+    cuts: Vec<sentences::Cut>,
+    context: &[Passage],
+    on: &mut dyn FnMut(Progress),
+) -> Vec<Draft> {
+    let mut out = Vec::new();
+    for cut in cuts {
+        match cut {
+            sentences::Cut::Text(t) => on(Progress::Text(&t)),
+            sentences::Cut::Ended(mut d) => {
+                let attribution = marks::attribute(&d.text, context);
+                d.citations = attribution.cited().into_iter().collect();
+                on(Progress::Statement(&statement(&d, attribution)));
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+/// A written statement with the mark its attribution gives it (before its
+/// passage's place in its library is checked).
+fn statement(d: &Draft, attribution: marks::Attribution) -> Statement {
+    use marks::Attribution as A;
+    Statement {
+        text: d.text.clone(),
+        citations: attribution.cited().into_iter().collect(),
+        check: match attribution {
+            A::Verbatim { .. } => Check::Verified,
+            A::Supported { pct, .. } => Check::Supported { overlap_pct: pct },
+            A::NotFound { best } => Check::Unsupported {
+                overlap_pct: best.map_or(0, |(_, pct)| pct),
+            },
+            A::NoClaim => Check::NoClaim,
+        },
+        hint: d.hint.clone(),
+    }
 }
 
 /// Checks every statement against the libraries it read (the same ones, in
@@ -408,17 +658,22 @@ pub fn finish(
         no_context,
         route,
         foreign,
+        quote,
     } = prepared;
+    let writing = drafted
+        .as_ref()
+        .and_then(|d| d.as_ref().ok())
+        .and_then(|d| d.writing.clone());
     let outcome = match (no_context, drafted) {
         (Some(reason), _) => Outcome::NoContext { reason },
         (None, None) => Outcome::Failed {
             reason: "nobody was asked to answer".into(),
         },
         (None, Some(Err(reason))) => Outcome::Failed { reason },
-        (None, Some(Ok(drafts))) if drafts.is_empty() => Outcome::Failed {
+        (None, Some(Ok(d))) if d.drafts.is_empty() => Outcome::Failed {
             reason: "the answerer returned no statements".into(),
         },
-        (None, Some(Ok(drafts))) => {
+        (None, Some(Ok(Drafts { drafts, .. }))) => {
             let quotes = matches!(answerer, Answerer::Extractive);
             let mut holders: Vec<(Option<Kb>, &dyn Holder)> = libs
                 .iter()
@@ -440,6 +695,8 @@ pub fn finish(
         notes,
         outcome,
         route,
+        writing,
+        quote,
     })
 }
 
@@ -454,6 +711,7 @@ pub fn prepare(
     libs: &mut [&mut dyn Corpus],
     foreign: Vec<Foreign>,
     message: &str,
+    budget: usize,
 ) -> Result<Prepared> {
     let ids: Vec<Identity> = libs.iter().map(|l| l.identity()).collect::<Result<_>>()?;
     let mentions = mentioned(libs, &ids, message)?;
@@ -479,6 +737,7 @@ pub fn prepare(
             no_context: Some("the message has no question and mentions no document".into()),
             route,
             foreign: Vec::new(),
+            quote: None,
         });
     }
     // Each library asked gets an equal share of the budget, those on other
@@ -488,7 +747,7 @@ pub fn prepare(
     } else {
         0
     };
-    let share = CONTEXT_BUDGET_CHARS / (asked.len() + foreign_asked).max(1);
+    let share = budget / (asked.len() + foreign_asked).max(1);
     for &i in &asked {
         let started = std::time::Instant::now();
         let id = &ids[i];
@@ -501,7 +760,7 @@ pub fn prepare(
             &mut *libs[i],
             &question,
             &mine,
-            CONTEXT_BUDGET_CHARS / mentions.len().max(1),
+            budget / mentions.len().max(1),
             share,
             &mut notes,
         );
@@ -564,6 +823,13 @@ pub fn prepare(
     {
         return Err(e);
     }
+    let quote = match verify::quoted_line(&question) {
+        Some(line) => Some(verify::QuotedLine {
+            check: check_line(libs, &line)?,
+            line,
+        }),
+        None => None,
+    };
     let mut context = take_turns(per_library);
     for (i, p) in context.iter_mut().enumerate() {
         p.n = i + 1;
@@ -584,6 +850,26 @@ pub fn prepare(
         no_context,
         route,
         foreign: holders,
+        quote,
+    })
+}
+
+/// A quoted line against every library here: found wherever it occurs,
+/// else the closest passage of the first library that has one.
+fn check_line(libs: &[&mut dyn Corpus], line: &str) -> Result<verify::LineCheck> {
+    let mut found = Vec::new();
+    let mut nearest = None;
+    for lib in libs {
+        match verify::verify_line(&**lib, line)? {
+            verify::LineCheck::Found { places } => found.extend(places),
+            verify::LineCheck::NotInLibrary { nearest: n } => {
+                nearest = nearest.or(n);
+            }
+        }
+    }
+    Ok(match found.is_empty() {
+        false => verify::LineCheck::Found { places: found },
+        true => verify::LineCheck::NotInLibrary { nearest },
     })
 }
 
@@ -992,6 +1278,8 @@ fn alternate(subject: Vec<Passage>, topic: Vec<Passage>, budget: usize) -> Vec<P
 pub struct Draft {
     pub text: String,
     pub citations: Vec<usize>,
+    /// The `[n]` markers a model wrote after it.
+    pub hint: Vec<usize>,
 }
 
 /// The extractive answer: from each of the best passages, the sentences that
@@ -1022,6 +1310,7 @@ fn extractive(question: &str, context: &[Passage]) -> Vec<Draft> {
         .map(|p| Draft {
             text: quote(&p.text, &terms),
             citations: vec![p.n],
+            hint: Vec::new(),
         })
         .collect()
 }
@@ -1087,33 +1376,6 @@ fn prompt(question: &str, context: &[Passage]) -> String {
     out
 }
 
-/// Splits an LLM answer into statements (sentences and lines) with their
-/// `[n]` markers. A marker that stands alone after a sentence belongs to it.
-pub fn statements_of(answer: &str) -> Vec<Draft> {
-    let mut out: Vec<Draft> = Vec::new();
-    for line in answer.lines() {
-        for sentence in line.split_sentence_bounds() {
-            let (text, citations) = take_markers(sentence);
-            let bare = text.trim_matches(|c: char| c.is_whitespace() || c.is_ascii_punctuation());
-            if bare.is_empty() {
-                if let Some(last) = out.last_mut() {
-                    last.citations.extend(citations);
-                }
-                continue;
-            }
-            out.push(Draft {
-                text: text.trim().to_string(),
-                citations,
-            });
-        }
-    }
-    for d in &mut out {
-        let mut seen = HashSet::new();
-        d.citations.retain(|n| seen.insert(*n));
-    }
-    out
-}
-
 /// Removes `[n]` and `[n, m]` markers, returning the text and the numbers.
 fn take_markers(s: &str) -> (String, Vec<usize>) {
     let mut text = String::new();
@@ -1141,9 +1403,6 @@ fn take_markers(s: &str) -> (String, Vec<usize>) {
     (text.split_whitespace().collect::<Vec<_>>().join(" "), nums)
 }
 
-/// Checks every statement's citations against the context and the store:
-/// the passage was provided, it still belongs to the document it names, and
-/// (with `quotes`, for verbatim answers) the text occurs in it.
 /// Whether a passage still belongs to the document it names, asked of the
 /// library that holds it: its own store here, or its hub for a library on
 /// another machine.
@@ -1179,6 +1438,10 @@ impl<'a> Holders<'a> {
     }
 }
 
+/// Marks every statement. Quotes (`quotes`) keep the passage they were
+/// taken from and must occur in it; a written statement is cited by
+/// [`marks::attribute`]. Every cited passage must have been provided and
+/// must still belong to the document it names.
 pub fn check(
     holders: &Holders,
     drafts: Vec<Draft>,
@@ -1187,8 +1450,18 @@ pub fn check(
 ) -> Result<Vec<Statement>> {
     let mut out = Vec::new();
     for d in drafts {
+        let mut s = if quotes {
+            Statement {
+                text: d.text.clone(),
+                citations: d.citations.clone(),
+                check: Check::Verified,
+                hint: Vec::new(),
+            }
+        } else {
+            statement(&d, marks::attribute(&d.text, context))
+        };
         let mut problems = Vec::new();
-        for &n in &d.citations {
+        for &n in &s.citations {
             let Some(p) = context.iter().find(|p| p.n == n) else {
                 problems.push(format!(
                     "[{n}] is not one of the {} passages provided",
@@ -1209,51 +1482,18 @@ pub fn check(
                     p.title, p.doc
                 ));
             }
-            if quotes && !cite::occurs(&d.text, &p.text) {
+            if quotes && !cite::occurs(&s.text, &p.text) {
                 problems.push(format!("the quoted text does not occur in passage [{n}]"));
             }
         }
-        let check = if d.citations.is_empty() {
-            Check::Uncited
+        if quotes && s.citations.is_empty() {
+            s.check = Check::Uncited;
         } else if !problems.is_empty() {
-            Check::Invalid { problems }
-        } else if quotes {
-            Check::Verified
-        } else {
-            let cited: Vec<&str> = context
-                .iter()
-                .filter(|p| d.citations.contains(&p.n))
-                .map(|p| p.text.as_str())
-                .collect();
-            match word_overlap_pct(&d.text, &cited.join("\n")) {
-                None => Check::Cited,
-                Some(pct) if pct >= SUPPORT_MIN_PCT => Check::Supported { overlap_pct: pct },
-                Some(pct) => Check::Unsupported { overlap_pct: pct },
-            }
-        };
-        out.push(Statement {
-            text: d.text,
-            citations: d.citations,
-            check,
-        });
+            s.check = Check::Invalid { problems };
+        }
+        out.push(s);
     }
     Ok(out)
-}
-
-/// The share of `statement`'s content words (stemmed, stop words and
-/// citation numbers left out) that occur in `passage`, in percent; `None`
-/// when the statement has no content words.
-fn word_overlap_pct(statement: &str, passage: &str) -> Option<u32> {
-    let words: HashSet<String> = crate::lanes::terms::stems(statement)
-        .into_iter()
-        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
-        .collect();
-    if words.is_empty() {
-        return None;
-    }
-    let there = crate::lanes::terms::stems(passage);
-    let found = words.iter().filter(|w| there.contains(*w)).count();
-    Some((found * 100 / words.len()) as u32)
 }
 
 #[cfg(test)]
@@ -1339,35 +1579,12 @@ mod tests {
     }
 
     #[test]
-    fn statements_keep_their_markers_and_stray_markers_join_the_sentence_before() {
-        let s = statements_of(
-            "Feed the starter daily [1]. Discard half first. [2]\nRye helps [1, 3].\nNo source here.",
-        );
-        assert_eq!(
-            s,
-            vec![
-                Draft {
-                    text: "Feed the starter daily.".into(),
-                    citations: vec![1]
-                },
-                Draft {
-                    text: "Discard half first.".into(),
-                    citations: vec![2]
-                },
-                Draft {
-                    text: "Rye helps.".into(),
-                    citations: vec![1, 3]
-                },
-                Draft {
-                    text: "No source here.".into(),
-                    citations: vec![]
-                },
-            ]
-        );
+    fn markers_come_out_of_the_text_with_their_numbers() {
         assert_eq!(
             take_markers("see [the docs] [2]"),
             ("see [the docs]".into(), vec![2])
         );
+        assert_eq!(take_markers("Rye helps [1, 3]."), ("Rye helps.".into(), vec![1, 3]));
     }
 
     #[test]
@@ -1379,16 +1596,5 @@ mod tests {
         );
         assert!(q.starts_with("Feed the starter"), "{q}");
         assert!(text.contains(&q));
-    }
-
-    #[test]
-    fn word_overlap_counts_content_words_only() {
-        let passage = "Feed the starter equal weights of flour and water every day.";
-        assert_eq!(
-            word_overlap_pct("Feed the starter every day.", passage),
-            Some(100)
-        );
-        assert_eq!(word_overlap_pct("Starters prefer jazz.", passage), Some(33));
-        assert_eq!(word_overlap_pct("This is it [1].", passage), None);
     }
 }

@@ -22,6 +22,7 @@ mod rm;
 mod serve;
 mod source;
 mod stats;
+mod verify;
 mod watch;
 
 use std::io::IsTerminal;
@@ -99,6 +100,9 @@ enum Command {
     /// Mention documents with @doc:ID or @doc:name; without a mention the
     /// lanes pick the passages
     Ask(ask::Args),
+    /// Is this line in the library, word for word? Where, or the closest
+    /// passage (exit 1 when it is not)
+    Verify(verify::Args),
     /// Watched folders and URLs, kept in sync
     Watch(watch::Args),
     /// Score both lanes and an FTS5 BM25 baseline on labelled data (BEIR layout)
@@ -162,6 +166,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Rm(args) => rm::exec(&cli, args),
         Command::Watch(args) => watch::exec(&cli, args),
         Command::Ask(args) => ask::exec(&cli, args),
+        Command::Verify(args) => verify::exec(&cli, args),
         Command::Match(args) => matching::exec(&cli, args),
         Command::Eval(args) => eval::exec(&cli, args),
         Command::Log(args) => log::exec(&cli, args),

@@ -3,12 +3,13 @@
 //! answering is [`crate::answer`]'s; the library is its [`Corpus`].
 
 use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
 
 use super::remote::Remote;
 use super::shelf::{Shelf, shelf_path};
 use super::{Library, LibraryConfig};
 use crate::answer::history::{self, ChatTurn, HISTORY_TURNS};
-use crate::answer::{self, Answer, Answerer, Corpus};
+use crate::answer::{self, Answer, Answerer, Corpus, Progress};
 use crate::error::{Error, Result};
 use crate::lanes::MatchResponse;
 use crate::models::ModelConfig;
@@ -18,15 +19,34 @@ impl Library {
     /// A grounded answer to `message`; see [`answer`]. It reads this
     /// library, or the libraries on the shelf its `@kb:` tokens name.
     pub fn ask(&mut self, message: &str, answerer: &answer::Answerer) -> Result<answer::Answer> {
+        self.ask_streaming(message, answerer, &AtomicBool::new(false), &mut |_| {})
+    }
+
+    /// [`Library::ask`], handing on the context, the text and each
+    /// statement as they come; `stop` ends a model's writing.
+    pub fn ask_streaming(
+        &mut self,
+        message: &str,
+        answerer: &answer::Answerer,
+        stop: &AtomicBool,
+        on: &mut dyn FnMut(Progress),
+    ) -> Result<answer::Answer> {
         match scoped(&self.config, message)? {
-            None => answer::ask(&mut [self], Vec::new(), message, answerer),
+            None => answer::ask(&mut [self], Vec::new(), message, answerer, stop, on),
             Some(mut scope) => answer::ask(
                 &mut readers(&mut scope.here),
                 scope.there,
                 message,
                 answerer,
+                stop,
+                on,
             ),
         }
+    }
+
+    /// Whether `line` occurs verbatim in this library, and where.
+    pub fn verify_line(&self, line: &str) -> Result<answer::verify::LineCheck> {
+        answer::verify::verify_line(self, line)
     }
 
     /// Keeps one turn: the answer, or the error asking raised.
@@ -66,7 +86,13 @@ impl Library {
 /// either way, an error being part of the conversation: an answer that
 /// cannot be kept is an error (it would be lost on restart), while a failed
 /// question whose keeping also failed reports why asking failed.
-pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> Result<Answer> {
+pub fn ask_shared(
+    lib: &Mutex<Library>,
+    message: &str,
+    answerer: &Answerer,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Progress),
+) -> Result<Answer> {
     let lock = || crate::fault::lock(lib);
     // One statement each, so that each lock is let go before the next.
     // The libraries a question names are opened, and those on other hubs
@@ -75,14 +101,20 @@ pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> R
     let scoped = scoped(&home, message);
     let asked = scoped.and_then(|scope| match scope {
         None => {
-            let prepared = answer::prepare(&mut [&mut *lock()], Vec::new(), message)?;
-            let drafted = answer::draft(&prepared, answerer);
+            let budget = answerer.context_chars();
+            let prepared = answer::prepare(&mut [&mut *lock()], Vec::new(), message, budget)?;
+            let drafted = answer::draft(&prepared, answerer, stop, on);
             answer::finish(&[&*lock()], prepared, answerer, drafted)
         }
         Some(mut scope) => {
             // Libraries opened for this question alone: no one waits on them.
-            let prepared = answer::prepare(&mut readers(&mut scope.here), scope.there, message)?;
-            let drafted = answer::draft(&prepared, answerer);
+            let prepared = answer::prepare(
+                &mut readers(&mut scope.here),
+                scope.there,
+                message,
+                answerer.context_chars(),
+            )?;
+            let drafted = answer::draft(&prepared, answerer, stop, on);
             let libs: Vec<&dyn Corpus> = scope.here.iter().map(|l| l as &dyn Corpus).collect();
             answer::finish(&libs, prepared, answerer, drafted)
         }
@@ -104,14 +136,22 @@ pub fn ask_shared(lib: &Mutex<Library>, message: &str, answerer: &Answerer) -> R
 /// A grounded answer from the library `home` configures, or from the
 /// libraries `message`'s `@kb:` tokens name, which need no library at
 /// `home` (the CLI's library in use may not exist yet).
-pub fn ask_from(home: LibraryConfig, message: &str, answerer: &Answerer) -> Result<Answer> {
+pub fn ask_from(
+    home: LibraryConfig,
+    message: &str,
+    answerer: &Answerer,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Progress),
+) -> Result<Answer> {
     match scoped(&home, message)? {
-        None => Library::open_existing(home)?.ask(message, answerer),
+        None => Library::open_existing(home)?.ask_streaming(message, answerer, stop, on),
         Some(mut scope) => answer::ask(
             &mut readers(&mut scope.here),
             scope.there,
             message,
             answerer,
+            stop,
+            on,
         ),
     }
 }

@@ -9,6 +9,7 @@
 pub mod onnx;
 pub mod pool;
 pub mod rerank;
+pub mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

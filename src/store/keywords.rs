@@ -168,6 +168,28 @@ impl Store {
         Ok(ids)
     }
 
+    /// Up to `k` passages holding `line`'s words as one phrase, in order:
+    /// the candidates a verbatim check then reads. A line with no words
+    /// matches nothing.
+    pub fn phrase_chunks(&self, line: &str, k: usize) -> Result<Vec<i64>> {
+        let words: Vec<String> = line
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let expression = format!("text : \"{}\"", words.join(" "));
+        let mut matched = self
+            .conn
+            .prepare_cached("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?1 LIMIT ?2")?;
+        let ids = matched
+            .query_map(rusqlite::params![expression, k as i64], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>()?;
+        Ok(ids)
+    }
+
     /// Each chunk's cosine distance to `query` under `fingerprint`, the same
     /// distance the nearest-vector search gives; a chunk with no vector under
     /// that fingerprint yet is left out, as the lane cannot score it.

@@ -1,6 +1,7 @@
 // The conversation: the library's kept chat (the engine stores every turn),
 // then what is asked now.
-import { commands, type Answer, type ChatTurn } from "../bindings";
+import { Channel } from "@tauri-apps/api/core";
+import { commands, type Answer, type AnswerEvent, type ChatTurn, type Passage, type QuotedLine, type Statement } from "../bindings";
 import { call, errorText } from "./api";
 
 export interface Chip {
@@ -16,6 +17,22 @@ export interface Turn {
   answer: Answer | null;
   error: string | null;
   pending: boolean;
+  /** What has come while the answer is written. */
+  live: Live;
+}
+
+/** An answer as it is being written: the checked line, the passages (at
+ * once), the text so far and each statement with its mark as it ends. */
+export interface Live {
+  quote: QuotedLine | null;
+  passages: Passage[];
+  text: string;
+  statements: Statement[];
+  stopping: boolean;
+}
+
+function noLive(): Live {
+  return { quote: null, passages: [], text: "", statements: [], stopping: false };
 }
 
 class ChatState {
@@ -46,6 +63,12 @@ class ChatState {
     this.turns = [];
   }
 
+  /** Stops the answer being written; what was written is kept. */
+  async stop(t: Turn) {
+    t.live.stopping = true;
+    await call(commands.stopAnswer());
+  }
+
   /** The library changed: its chat is another one. */
   forget() {
     this.turns = [];
@@ -55,11 +78,28 @@ class ChatState {
   async send(chips: Chip[], text: string) {
     const message = [...chips.map((c) => c.token), text.trim()].filter(Boolean).join(" ");
     if (!message) return;
-    const turn: Turn = { id: this.next--, chips, text: text.trim(), answer: null, error: null, pending: true };
+    const turn: Turn = { id: this.next--, chips, text: text.trim(), answer: null, error: null, pending: true, live: noLive() };
     this.turns.push(turn);
     const t = this.turns[this.turns.length - 1]!;
+    const channel = new Channel<AnswerEvent>();
+    channel.onmessage = (e) => {
+      switch (e.kind) {
+        case "quote":
+          t.live.quote = e.quote;
+          break;
+        case "context":
+          t.live.passages = e.passages;
+          break;
+        case "text":
+          t.live.text += e.text;
+          break;
+        case "statement":
+          t.live.statements.push(e.statement);
+          break;
+      }
+    };
     try {
-      t.answer = await call(commands.ask(message));
+      t.answer = await call(commands.ask(message, channel));
     } catch (e) {
       t.error = errorText(e);
     } finally {
@@ -74,7 +114,7 @@ function restore(k: ChatTurn): Turn {
   const chips = (answer?.mentions ?? []).map((m) => ({ doc: m.doc, title: m.title, token: m.token }));
   const text = chips.reduce((rest, c) => rest.replace(c.token, ""), k.message).trim();
   const error = k.reply.kind === "error" ? k.reply.message : k.reply.kind === "unreadable" ? k.reply.reason : null;
-  return { id: k.id, chips, text, answer, error, pending: false };
+  return { id: k.id, chips, text, answer, error, pending: false, live: noLive() };
 }
 
 export const chat = new ChatState();

@@ -31,7 +31,7 @@ let driver, browser, llm;
 const $t = (id) => browser.$(`[data-testid="${id}"]`);
 /** Whether the last question in Chat still shows that it waits for its answer. */
 const waiting = () =>
-  browser.execute(() => [...document.querySelectorAll(".turn")].at(-1)?.textContent.includes("Reading…") ?? false);
+  browser.execute(() => [...document.querySelectorAll(".turn")].at(-1)?.querySelector('[data-testid="answer-writing"]') != null);
 
 async function shot(name) {
   await browser.saveScreenshot(join(shots, `${name}.png`));

@@ -1,0 +1,64 @@
+//! `carrel verify "LINE"`: is this line in the library, word for word? The
+//! documents and passages that hold it, or "not in this library" with the
+//! passage that comes closest. Exits 0 when found and 1 when not, as grep
+//! does, so a script can ask.
+
+use std::process::ExitCode;
+
+use super::{Cli, open, print_json};
+use crate::Error;
+use crate::answer::verify::{LineCheck, LinePlace};
+
+/// The arguments of `carrel verify`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The line to look for (whitespace and case do not matter)
+    line: String,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
+    let check = open(cli)?.verify_line(&args.line)?;
+    if args.json {
+        print_json(&check);
+    } else {
+        println!("{}", describe(&args.line, &check));
+    }
+    Ok(match check {
+        LineCheck::Found { .. } => ExitCode::SUCCESS,
+        LineCheck::NotInLibrary { .. } => ExitCode::FAILURE,
+    })
+}
+
+/// What the library says of `line`, for a person.
+pub fn describe(line: &str, check: &LineCheck) -> String {
+    match check {
+        LineCheck::Found { places } => {
+            let mut out = format!("\"{line}\" is in this library, verbatim:");
+            for p in places {
+                out.push_str(&format!("\n  {}", place(p)));
+            }
+            out
+        }
+        LineCheck::NotInLibrary { nearest } => {
+            let mut out = format!("\"{line}\" is not in this library.");
+            if let Some(p) = nearest {
+                out.push_str(&format!("\n  Closest passage: {}", place(p)));
+                let excerpt: String = p.passage.split_whitespace().collect::<Vec<_>>().join(" ");
+                let excerpt: String = excerpt.chars().take(200).collect();
+                out.push_str(&format!("\n    \"{excerpt}…\""));
+            }
+            out
+        }
+    }
+}
+
+fn place(p: &LinePlace) -> String {
+    let headings: String = p.heading_path.iter().map(|h| format!(" › {h}")).collect();
+    let page = p.page.map(|n| format!(", page {n}")).unwrap_or_default();
+    format!(
+        "{}{headings} (doc {}, chunk {}{page}) {}",
+        p.title, p.doc, p.chunk, p.source
+    )
+}

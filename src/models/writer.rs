@@ -1,0 +1,286 @@
+//! The built-in answerer's language model: Qwen2.5-Coder-0.5B-Instruct as
+//! GGUF, run in-process by llama.cpp through the `llama-cpp-2` crate. It
+//! writes; it never cites. What a sentence it wrote rests on is decided by
+//! Carrel afterwards ([`crate::answer::attribute`]).
+//!
+//! One model per process, loaded on first use and kept: loading maps the
+//! file (about 1 s cold) and every answer after that only builds a context.
+//! Writing stops at once when its stop flag is set, keeping what was
+//! written.
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use serde::Serialize;
+
+/// The folder `make models` installs the model into, under the models dir.
+pub const WRITER_NAME: &str = "qwen2.5-coder-0.5b-instruct";
+/// Its file, as `tools/fetch-writer.sh` assembles and checks it.
+pub const WRITER_FILE: &str = "model.gguf";
+pub const WRITER_SHA256: &str = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32";
+/// Its length: checked at every load (hashing 491 MB would cost a second
+/// per `carrel ask`); the sha256 was checked when `make models` or the
+/// package installed it.
+pub const WRITER_BYTES: u64 = 491_400_064;
+
+/// Threads that read the prompt: both cores, since the person waits for
+/// the first word.
+pub const PROMPT_THREADS: i32 = 2;
+/// Threads that write. One: on 2 cores, two writing threads that meet at a
+/// barrier every layer fell under 5 tokens/s whenever another process took
+/// a core (DESIGN.md); one keeps its pace and leaves a core to the lanes.
+pub const WRITE_THREADS: i32 = 1;
+/// Tokens of context the model is given room for: prompt and answer.
+pub const CONTEXT_TOKENS: u32 = 4096;
+/// The longest answer, in tokens.
+pub const MAX_ANSWER_TOKENS: usize = 400;
+
+/// Who says a message of the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Message {
+    pub fn new(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+        }
+    }
+}
+
+/// Why writing ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// The model said it was done.
+    Finished,
+    /// Someone pressed Stop; what was written is kept.
+    Stopped,
+    /// It reached [`MAX_ANSWER_TOKENS`].
+    Length,
+}
+
+/// What the model wrote, and how fast.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub text: String,
+    pub ended: Ended,
+    pub prompt_tokens: usize,
+    pub tokens: usize,
+    /// From the call to the first written token (prompt read included).
+    pub first_token_ms: f64,
+    pub total_ms: f64,
+}
+
+/// The loaded model.
+pub struct Writer {
+    model: LlamaModel,
+    template: LlamaChatTemplate,
+    path: PathBuf,
+}
+
+/// llama.cpp's backend: once per process, and never dropped.
+fn backend() -> Result<&'static LlamaBackend, String> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            // llama.cpp logs every tensor it loads; Carrel's log is for
+            // its own decisions.
+            llama_cpp_2::send_logs_to_tracing(
+                llama_cpp_2::LogOptions::default().with_logs_enabled(false),
+            );
+            LlamaBackend::init().map_err(|e| format!("llama.cpp could not start: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+impl Writer {
+    /// The model at `path`, loaded once per process and shared. The error
+    /// is a sentence that says what to do.
+    pub fn load(path: &Path) -> Result<Arc<Writer>, String> {
+        static LOADED: Mutex<Option<Arc<Writer>>> = Mutex::new(None);
+        let mut loaded = crate::fault::lock(&LOADED);
+        if let Some(w) = loaded.as_ref().filter(|w| w.path == path) {
+            return Ok(w.clone());
+        }
+        let len = std::fs::metadata(path)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "the answerer's model is not installed ({} is missing); run `make models`, or install the carrel-model package",
+                    path.display()
+                ),
+                _ => format!("the answerer's model at {} cannot be read: {e}", path.display()),
+            })?
+            .len();
+        if len != WRITER_BYTES {
+            return Err(format!(
+                "the answerer's model at {} is {len} bytes, not the {WRITER_BYTES} of {WRITER_NAME}; run `make models` again",
+                path.display()
+            ));
+        }
+        let model = LlamaModel::load_from_file(backend()?, path, &LlamaModelParams::default())
+            .map_err(|e| format!("llama.cpp could not load {}: {e}", path.display()))?;
+        let template = model.chat_template(None).map_err(|e| {
+            format!(
+                "the model at {} has no chat template: {e}",
+                path.display()
+            )
+        })?;
+        let w = Arc::new(Writer {
+            model,
+            template,
+            path: path.to_path_buf(),
+        });
+        *loaded = Some(w.clone());
+        Ok(w)
+    }
+
+    /// The conversation in the model's own chat template, ready for the
+    /// assistant's turn.
+    pub fn render(&self, messages: &[Message]) -> Result<String, String> {
+        let chat = messages
+            .iter()
+            .map(|m| LlamaChatMessage::new(m.role.as_str().into(), m.content.clone()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("a message cannot go to the model: {e}"))?;
+        self.model
+            .apply_chat_template(&self.template, &chat, true)
+            .map_err(|e| format!("the model's chat template failed: {e}"))
+    }
+
+    /// How many tokens `text` is to this model.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.model.vocab().tokenize(text.as_bytes(), false, true).len()
+    }
+
+    /// Writes the assistant's turn of `messages`, handing each piece of
+    /// text to `on_text` as it comes. Greedy (the same question gives the
+    /// same answer), with a light penalty on repeats. Checks `stop` before
+    /// every token.
+    pub fn write(
+        &self,
+        messages: &[Message],
+        stop: &AtomicBool,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Written, String> {
+        let started = Instant::now();
+        let prompt = self.render(messages)?;
+        let vocab = self.model.vocab();
+        let tokens = vocab.tokenize(prompt.as_bytes(), false, true);
+        let room = CONTEXT_TOKENS as usize - MAX_ANSWER_TOKENS;
+        if tokens.len() > room {
+            return Err(format!(
+                "the question and its passages are {} tokens, more than the {room} the model has room for",
+                tokens.len()
+            ));
+        }
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(CONTEXT_TOKENS))
+            .with_n_batch(CONTEXT_TOKENS)
+            .with_n_threads(WRITE_THREADS)
+            .with_n_threads_batch(PROMPT_THREADS);
+        let mut ctx = self
+            .model
+            .new_context(backend()?, params)
+            .map_err(|e| format!("llama.cpp could not make a context: {e}"))?;
+        let mut batch = LlamaBatch::new(CONTEXT_TOKENS as usize, 1);
+        let last = tokens.len() as i32 - 1;
+        for (i, t) in tokens.iter().enumerate() {
+            batch
+                .add(*t, i as i32, &[0], i as i32 == last)
+                .map_err(|e| format!("the prompt does not fit a batch: {e}"))?;
+        }
+        ctx.decode(&mut batch)
+            .map_err(|e| format!("the model could not read the prompt: {e}"))?;
+        let mut sampler = LlamaSampler::chain_simple([
+            LlamaSampler::penalties(self.model.n_vocab(), 64, 1.1, 0.0, 0.0),
+            LlamaSampler::greedy(),
+        ]);
+        let mut decoder = encoding_rs::UTF_8.new_decoder();
+        let mut text = String::new();
+        let mut first_token_ms = None;
+        let mut pos = tokens.len() as i32;
+        let mut written = 0;
+        let ended = loop {
+            if stop.load(Ordering::Relaxed) {
+                break Ended::Stopped;
+            }
+            if written == MAX_ANSWER_TOKENS {
+                break Ended::Length;
+            }
+            let token = sampler.sample(&ctx, batch.n_tokens() - 1);
+            sampler.accept(token);
+            first_token_ms.get_or_insert_with(|| ms(started));
+            if vocab.is_eog(token) {
+                break Ended::Finished;
+            }
+            written += 1;
+            let bytes = vocab.token_to_piece(token, false, None);
+            // A token may end inside a character: the decoder keeps the
+            // rest for the next one.
+            let room = decoder
+                .max_utf8_buffer_length(bytes.len())
+                .unwrap_or(bytes.len() * 3 + 4);
+            let mut piece = String::with_capacity(room);
+            let _ = decoder.decode_to_string(&bytes, &mut piece, false);
+            if !piece.is_empty() {
+                text.push_str(&piece);
+                on_text(&piece);
+            }
+            batch.clear();
+            batch
+                .add(token, pos, &[0], true)
+                .map_err(|e| format!("the answer does not fit a batch: {e}"))?;
+            pos += 1;
+            ctx.decode(&mut batch)
+                .map_err(|e| format!("the model failed while writing: {e}"))?;
+        };
+        Ok(Written {
+            text,
+            ended,
+            prompt_tokens: tokens.len(),
+            tokens: written,
+            first_token_ms: first_token_ms.unwrap_or_else(|| ms(started)),
+            total_ms: ms(started),
+        })
+    }
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Where the models dir keeps the writer's file.
+pub fn writer_path(models_dir: &Path) -> PathBuf {
+    models_dir.join(WRITER_NAME).join(WRITER_FILE)
+}
