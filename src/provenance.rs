@@ -61,10 +61,7 @@ impl Provenance {
                 file("onnx runtime", models.runtime_path()),
                 file("embedder", models.embedder_dir().join("model.onnx")),
                 file("cross-encoder", models.reranker_dir().join("model.onnx")),
-                file(
-                    "answerer",
-                    crate::models::writer::writer_path(&models.dir),
-                ),
+                file("answerer", crate::models::writer::writer_path(&models.dir)),
             ],
         }
     }

@@ -341,7 +341,11 @@ fn an_llm_answer_is_cited_by_carrel_sentence_by_sentence() {
     assert!(check.all_checked(), "{statements:?}");
     let hooch = &statements[0];
     assert_ne!(hooch.citations, hooch.hint, "{hooch:?}");
-    let cited = a.context.iter().find(|p| p.n == hooch.citations[0]).unwrap();
+    let cited = a
+        .context
+        .iter()
+        .find(|p| p.n == hooch.citations[0])
+        .unwrap();
     assert!(cited.text.contains("hooch"), "{cited:?}");
 
     // A sentence no passage supports is cited to nothing, and a model's
@@ -395,9 +399,15 @@ fn the_chat_is_kept_in_the_library_and_comes_back_after_a_reopen() {
         doc = id_of(&lib, "docs/sourdough-starter.md");
         let shared = Mutex::new(lib);
         let message = format!("@doc:{doc} how often should I feed it?");
-        let a = carrel::library::ask_shared(&shared, &message, &Answerer::Extractive, &no_stop(), &mut |_| {}).unwrap();
-        let failed =
-            carrel::library::ask_shared(
+        let a = carrel::library::ask_shared(
+            &shared,
+            &message,
+            &Answerer::Extractive,
+            &no_stop(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let failed = carrel::library::ask_shared(
             &shared,
             "what about @doc:rye-zzz",
             &Answerer::Extractive,

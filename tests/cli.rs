@@ -915,7 +915,10 @@ fn ask_with_kb_mentions_reads_those_libraries_and_groups_the_answer_by_owner() {
     }
     let q = "@kb:admirers @kb:skeptics who is responsible for the murders in Frankenstein";
     // The library in use was never created: a scoped question does not need it.
-    let v = json(stdout(carrel_home(data.path()).args(["ask", "--answerer", "extractive", "--json", q])).as_bytes());
+    let v = json(
+        stdout(carrel_home(data.path()).args(["ask", "--answerer", "extractive", "--json", q]))
+            .as_bytes(),
+    );
     let route: Vec<(&str, &str)> = v["route"]
         .as_array()
         .unwrap()

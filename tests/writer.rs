@@ -33,7 +33,11 @@ enum Seen {
     Statement(answer::Statement),
 }
 
-fn ask(lib: &mut carrel::Library, message: &str, stop_after: Option<usize>) -> (answer::Answer, Vec<Seen>) {
+fn ask(
+    lib: &mut carrel::Library,
+    message: &str,
+    stop_after: Option<usize>,
+) -> (answer::Answer, Vec<Seen>) {
     let stop = AtomicBool::new(false);
     let mut seen = Vec::new();
     let a = lib
@@ -55,7 +59,11 @@ fn ask(lib: &mut carrel::Library, message: &str, stop_after: Option<usize>) -> (
 #[test]
 fn the_answer_streams_in_pieces_and_every_sentence_is_cited_by_carrel_or_not_found() {
     let (_d, mut lib) = library();
-    let (a, seen) = ask(&mut lib, "How often should I feed a sourdough starter?", None);
+    let (a, seen) = ask(
+        &mut lib,
+        "How often should I feed a sourdough starter?",
+        None,
+    );
     // The passages first, before a word is written.
     assert!(matches!(seen[0], Seen::Context(n) if n > 0), "{seen:?}");
     let pieces = seen.iter().filter(|s| matches!(s, Seen::Text(_))).count();
@@ -163,10 +171,16 @@ fn a_missing_or_wrong_model_file_is_a_sentence_that_says_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("model.gguf");
     let err = writer::Writer::load(&missing).err().unwrap();
-    assert!(err.contains("not installed") && err.contains("make models"), "{err}");
+    assert!(
+        err.contains("not installed") && err.contains("make models"),
+        "{err}"
+    );
     std::fs::write(&missing, b"GGUF but short").unwrap();
     let err = writer::Writer::load(&missing).err().unwrap();
-    assert!(err.contains("14 bytes") && err.contains("make models"), "{err}");
+    assert!(
+        err.contains("14 bytes") && err.contains("make models"),
+        "{err}"
+    );
     // And the answer says so, never an empty answer.
     let (_d, mut lib) = library();
     let a = lib

@@ -140,7 +140,10 @@ mod tests {
                 best: Some((1, 33))
             }
         );
-        assert_eq!(attribute("Sure, here it is.", &context), Attribution::NoClaim);
+        assert_eq!(
+            attribute("Sure, here it is.", &context),
+            Attribution::NoClaim
+        );
         assert_eq!(
             attribute("Starters prefer jazz.", &[]),
             Attribution::NotFound { best: None }

@@ -65,7 +65,16 @@ pub enum Answerer {
 
 /// Which answerer a person asked for (Settings, `carrel ask --answerer`).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, specta::Type, clap::ValueEnum,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    specta::Type,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum AnswererChoice {
@@ -555,8 +564,8 @@ pub fn draft(
             writing: None,
         }),
         Answerer::Local { model } => write_local(model, question, context, stop, on),
-        Answerer::Llm(cfg) => {
-            provider::complete(cfg, SYSTEM_PROMPT, &prompt(question, context)).map(|text| {
+        Answerer::Llm(cfg) => provider::complete(cfg, SYSTEM_PROMPT, &prompt(question, context))
+            .map(|text| {
                 let mut split = sentences::Sentences::new();
                 let mut cuts = split.push(&text);
                 cuts.extend(split.finish());
@@ -564,8 +573,7 @@ pub fn draft(
                     drafts: hand_on(cuts, context, on),
                     writing: None,
                 }
-            })
-        }
+            }),
     })
 }
 
@@ -1584,7 +1592,10 @@ mod tests {
             take_markers("see [the docs] [2]"),
             ("see [the docs]".into(), vec![2])
         );
-        assert_eq!(take_markers("Rye helps [1, 3]."), ("Rye helps.".into(), vec![1, 3]));
+        assert_eq!(
+            take_markers("Rye helps [1, 3]."),
+            ("Rye helps.".into(), vec![1, 3])
+        );
     }
 
     #[test]

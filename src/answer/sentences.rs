@@ -97,12 +97,14 @@ impl Sentences {
     fn end(&mut self) -> Option<Draft> {
         let (text, hint) = super::take_markers(&std::mem::take(&mut self.current));
         let text = text.trim().to_string();
-        (!text.trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace()).is_empty())
-            .then(|| Draft {
-                text,
-                citations: Vec::new(),
-                hint,
-            })
+        (!text
+            .trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace())
+            .is_empty())
+        .then(|| Draft {
+            text,
+            citations: Vec::new(),
+            hint,
+        })
     }
 
     /// Shows `c`, unless it may be part of a `[n]` marker: such text is
@@ -175,8 +177,17 @@ mod tests {
     #[test]
     fn statements_end_where_a_sentence_or_line_ends_and_markers_become_hints() {
         let (shown, ended) = stream(&[
-            "Feed", " the starter", " daily [", "1", "].", " Discard half", " first.",
-            " [2]\nRye", " helps [1, 3].\n", "Version 3.5 is", " out",
+            "Feed",
+            " the starter",
+            " daily [",
+            "1",
+            "].",
+            " Discard half",
+            " first.",
+            " [2]\nRye",
+            " helps [1, 3].\n",
+            "Version 3.5 is",
+            " out",
         ]);
         assert_eq!(
             shown,

@@ -96,7 +96,11 @@ impl Streamed {
                 let _ = writeln!(o, "{}", super::verify::describe(&q.line, &q.check));
             }
             Progress::Context(passages) if self.shows_context => {
-                let _ = writeln!(o, "Reading {}:", crate::words::count(passages.len(), "passage"));
+                let _ = writeln!(
+                    o,
+                    "Reading {}:",
+                    crate::words::count(passages.len(), "passage")
+                );
                 for p in passages {
                     let _ = writeln!(o, "  [{}] {}", p.n, place(p));
                     let _ = writeln!(o, "      \"{}\"", excerpt(&p.text, 160));
@@ -264,7 +268,11 @@ fn print_sources(a: &crate::answer::Answer, statements: &[crate::answer::Stateme
             }
             _ => String::new(),
         };
-        println!("  [{}] {}", p.n, place(p).replacen(" (", &format!(" ({from}"), 1));
+        println!(
+            "  [{}] {}",
+            p.n,
+            place(p).replacen(" (", &format!(" ({from}"), 1)
+        );
     }
 }
 

@@ -20,7 +20,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The folder `make models` installs the model into, under the models dir.
 pub const WRITER_NAME: &str = "qwen2.5-coder-0.5b-instruct";
@@ -78,7 +78,7 @@ impl Message {
 }
 
 /// Why writing ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
 #[serde(rename_all = "snake_case")]
 pub enum Ended {
     /// The model said it was done.
@@ -150,12 +150,9 @@ impl Writer {
         }
         let model = LlamaModel::load_from_file(backend()?, path, &LlamaModelParams::default())
             .map_err(|e| format!("llama.cpp could not load {}: {e}", path.display()))?;
-        let template = model.chat_template(None).map_err(|e| {
-            format!(
-                "the model at {} has no chat template: {e}",
-                path.display()
-            )
-        })?;
+        let template = model
+            .chat_template(None)
+            .map_err(|e| format!("the model at {} has no chat template: {e}", path.display()))?;
         let w = Arc::new(Writer {
             model,
             template,
@@ -180,7 +177,10 @@ impl Writer {
 
     /// How many tokens `text` is to this model.
     pub fn count_tokens(&self, text: &str) -> usize {
-        self.model.vocab().tokenize(text.as_bytes(), false, true).len()
+        self.model
+            .vocab()
+            .tokenize(text.as_bytes(), false, true)
+            .len()
     }
 
     /// Writes the assistant's turn of `messages`, handing each piece of

@@ -46,7 +46,12 @@ export const commands = {
 	matchQuery: (query: string) => typedError<MatchView, AppError>(__TAURI_INVOKE("match_query", { query })),
 	completeMention: (partial: string) => typedError<MentionOption[], AppError>(__TAURI_INVOKE("complete_mention", { partial })),
 	checkMentions: (message: string) => typedError<MentionCheck[], AppError>(__TAURI_INVOKE("check_mentions", { message })),
-	ask: (message: string) => typedError<Answer, AppError>(__TAURI_INVOKE("ask", { message })),
+	ask: (message: string, onProgress: Channel<AnswerEvent>) => typedError<Answer, AppError>(__TAURI_INVOKE("ask", { message, onProgress })),
+	/**
+	 *  Stops the model writing the answer now: what it wrote is kept, marked
+	 *  as stopped. False when no answer is being written.
+	 */
+	stopAnswer: () => typedError<boolean, AppError>(__TAURI_INVOKE("stop_answer")),
 	/**  The kept chat of this library, oldest first. */
 	chatHistory: () => typedError<ChatTurn[], AppError>(__TAURI_INVOKE("chat_history")),
 	/**  Forgets this library's chat; returns how many turns went. */
@@ -157,7 +162,17 @@ export type Answer = {
 	outcome: Outcome,
 	/**  The libraries asked, each with how it took part and its time. */
 	route?: RouteStep[],
+	/**  How a model wrote it (none for quotes, or when no model was asked). */
+	writing?: Writing | null,
+	/**
+	 *  The line the question quotes, checked verbatim against the
+	 *  libraries read, before anyone answers.
+	 */
+	quote?: QuotedLine | null,
 };
+
+/**  [`Progress`] as it travels to the app (a Tauri Channel): owned, typed. */
+export type AnswerEvent = { kind: "quote"; quote: QuotedLine } | { kind: "context"; passages: Passage[] } | { kind: "text"; text: string } | { kind: "statement"; statement: Statement };
 
 export type AppError = {
 	kind: ErrorKind,
@@ -211,6 +226,7 @@ export type CheckSummary = {
 	supported: number,
 	cited: number,
 	unsupported: number,
+	no_claim?: number,
 	uncited: number,
 	invalid: number,
 };
@@ -221,27 +237,30 @@ export type CheckSummary = {
  */
 export type CitationCheck = 
 /**
- *  Extractive: the quote occurs verbatim in the passage it cites, which
- *  belongs to its document.
+ *  The statement occurs verbatim in the passage it cites, which
+ *  belongs to its document (a quote, or a sentence a model copied).
  */
 { status: "verified" } | 
 /**
- *  LLM: every citation is a passage of the context that belongs to its
- *  document, and at least [`SUPPORT_MIN_PCT`] of the statement's content
- *  words occur in those passages.
+ *  Written: Carrel cited the passage holding at least
+ *  [`SUPPORT_MIN_PCT`] of the statement's content words, the most of
+ *  any passage; it belongs to its document.
  */
 { status: "supported"; overlap_pct: number } | 
 /**
- *  LLM: every citation is a passage of the context that belongs to its
- *  document; the statement has no content words to check against it.
+ *  Kept from earlier builds, which checked a model's own citations:
+ *  real passages, and no content words to check against them.
  */
 { status: "cited" } | 
 /**
- *  LLM: the citations are real passages, but fewer than
- *  [`SUPPORT_MIN_PCT`] of the statement's content words occur in them.
+ *  Written: no passage of the context holds [`SUPPORT_MIN_PCT`] of its
+ *  content words (the closest holds `overlap_pct`): "not found in your
+ *  documents", and cited to nothing.
  */
 { status: "unsupported"; overlap_pct: number } | 
-/**  The statement cites nothing. */
+/**  Written: it makes no claim to look for (no content words: "Sure."). */
+{ status: "no_claim" } | 
+/**  Kept from earlier builds: the statement cited nothing. */
 { status: "uncited" } | 
 /**  At least one citation failed; each problem is a sentence. */
 { status: "invalid"; problems: string[] };
@@ -453,6 +472,15 @@ export type ElsewhereHit = {
 	scorer: string,
 };
 
+/**  Why writing ended. */
+export type Ended = 
+/**  The model said it was done. */
+"finished" | 
+/**  Someone pressed Stop; what was written is kept. */
+"stopped" | 
+/**  It reached [`MAX_ANSWER_TOKENS`]. */
+"length";
+
 export type ErrorKind = 
 /**  An id or file that is not there. */
 "not_found" | 
@@ -599,6 +627,24 @@ export type LimitLabel = {
 	store: Store,
 	metric: Metric,
 	label: string,
+};
+
+/**  What the library says of a line. */
+export type LineCheck = 
+/**  It occurs verbatim (whitespace and case aside) in each of `places`. */
+{ state: "found"; places: LinePlace[] } | 
+/**  It occurs nowhere in the library; `nearest` shares the most words. */
+{ state: "not_in_library"; nearest: LinePlace | null };
+
+/**  Where a line is, or the passage closest to it. */
+export type LinePlace = {
+	doc: number,
+	title: string,
+	source: string,
+	chunk: number,
+	heading_path: string[],
+	page: number | null,
+	passage: string,
 };
 
 /**  A document with the state to show for it (the app's list). */
@@ -787,6 +833,12 @@ export type Provenance = {
 	/**  How the folder was found, in words ([`ModelsFrom::describe`]). */
 	models_found: string,
 	files: ModelFile[],
+};
+
+/**  A line a question quotes, and what the library says of it. */
+export type QuotedLine = {
+	line: string,
+	check: LineCheck,
 };
 
 export type Reply = { kind: "answer"; answer: Answer } | 
@@ -1042,9 +1094,14 @@ export type SourcesNow = {
 
 export type Statement = {
 	text: string,
-	/**  Passage numbers, as `[n]` in the answer. */
+	/**  Passage numbers, as `[n]` in the answer: Carrel's, for written text. */
 	citations: number[],
 	check: CitationCheck,
+	/**
+	 *  The `[n]` a model wrote after it: a hint, compared with
+	 *  `citations` in the debug pane, never a citation.
+	 */
+	hint?: number[],
 };
 
 /**  The kinds of store a source can live in, apart from where. */
@@ -1133,6 +1190,16 @@ export type WatcherHealth = { state: "running" } |
 export type WatcherStopped = {
 	/**  Why, in a sentence. */
 	reason: string,
+};
+
+/**  How a model's writing went: why it ended, and how fast. */
+export type Writing = {
+	ended: Ended,
+	prompt_tokens: number,
+	tokens: number,
+	/**  From asking the model to its first token, prompt read included. */
+	first_token_ms: number | null,
+	total_ms: number | null,
 };
 
 /* Tauri Specta runtime */
