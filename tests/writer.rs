@@ -26,8 +26,9 @@ fn library() -> (tempfile::TempDir, carrel::Library) {
 }
 
 /// What a reader saw, in order.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 enum Seen {
+    Quote,
     Context(usize),
     Text(String),
     Statement(answer::Statement),
@@ -43,6 +44,7 @@ fn ask(
     let a = lib
         .ask_streaming(message, &local(), &stop, &mut |p| {
             seen.push(match p {
+                Progress::Quote(_) => Seen::Quote,
                 Progress::Context(c) => Seen::Context(c.len()),
                 Progress::Text(t) => Seen::Text(t.to_string()),
                 Progress::Statement(s) => Seen::Statement(s.clone()),

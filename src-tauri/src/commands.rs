@@ -2,7 +2,7 @@
 //! is async and runs the engine on a blocking worker, never on the UI thread.
 
 use carrel::answer::history::ChatTurn;
-use carrel::answer::{self, Answer, AnswerEvent, Answerer, MentionOption};
+use carrel::answer::{self, Answer, AnswerEvent, MentionOption};
 use carrel::foreign::ask::Elsewhere;
 use carrel::foreign::{self, Declared, Kind, Metric, Scope, SourceView};
 use carrel::ingest::{AddReport, Progress};
@@ -219,10 +219,10 @@ pub async fn ask(
     on_progress: Channel<AnswerEvent>,
 ) -> Result<Answer> {
     let lib = state.library();
-    let models = state.settings().library_config()?.models;
+    let settings = state.settings();
+    let (answerer, note) = settings.answerer(&settings.library_config()?.models)?;
     let stop = state.answer_started();
     let asked = blocking(move || {
-        let (answerer, note) = Answerer::from_env(&models);
         // A closed window is no reason to stop: the turn is kept.
         let mut on = |p: carrel::answer::Progress| {
             let _ = on_progress.send(p.into());
@@ -363,7 +363,11 @@ fn app_info(state: &AppState) -> Result<AppInfo> {
         library_dir: config.dir.display().to_string(),
         library_from_env: from == LibraryDirFrom::Env,
         models_dir: config.models.dir.display().to_string(),
-        answerer: Answerer::from_env(&config.models).0.name(),
+        answerer: match settings.answerer(&config.models) {
+            Ok((answerer, None)) => answerer.name(),
+            Ok((answerer, Some(note))) => format!("{} ({note})", answerer.name()),
+            Err(e) => e.message,
+        },
         version: env!("CARGO_PKG_VERSION").to_string(),
         default_jobs: carrel::models::pool::default_jobs() as u32,
         settings,
@@ -388,6 +392,16 @@ pub async fn set_settings(
             ErrorKind::BadInput,
             "threads must be between 1 and 64",
         ));
+    }
+    if settings.answerer == answer::AnswererChoice::Server {
+        let url = settings.llm_url.as_deref().unwrap_or("").trim();
+        let model = settings.llm_model.as_deref().unwrap_or("").trim();
+        if !(url.starts_with("http://") || url.starts_with("https://")) || model.is_empty() {
+            return Err(AppError::new(
+                ErrorKind::BadInput,
+                "a server answers only with its URL (http:// or https://, up to the API version, e.g. http://localhost:8080/v1) and a model name",
+            ));
+        }
     }
     state.apply(settings)?;
     // The watcher follows the library (and its thread count).

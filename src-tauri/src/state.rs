@@ -10,11 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use carrel::answer::{Answerer, AnswererChoice, LlmConfig};
 use carrel::models::ModelConfig;
 use carrel::{Library, LibraryConfig, LibraryDirFrom};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{AppError, ErrorKind, Result};
 
 /// The user's choices, kept in `settings.json` in the data folder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
@@ -28,6 +29,14 @@ pub struct Settings {
     pub jobs: Option<u32>,
     /// Resident memory the embedding workers may take together (MB).
     pub worker_memory_mb: u32,
+    /// Who writes answers (the environment wins: `CARREL_ANSWERER`,
+    /// `CARREL_LLM_URL` with `CARREL_LLM_MODEL`).
+    pub answerer: AnswererChoice,
+    /// The OpenAI-compatible server, for `answerer: server`: its base URL
+    /// (up to the API version), model name, and key when it needs one.
+    pub llm_url: Option<String>,
+    pub llm_model: Option<String>,
+    pub llm_api_key: Option<String>,
 }
 
 impl Default for Settings {
@@ -37,6 +46,10 @@ impl Default for Settings {
             threads: carrel::models::DEFAULT_THREADS as u32,
             jobs: None,
             worker_memory_mb: carrel::models::pool::DEFAULT_WORKER_MEMORY_MB as u32,
+            answerer: AnswererChoice::Auto,
+            llm_url: None,
+            llm_model: None,
+            llm_api_key: None,
         }
     }
 }
@@ -109,6 +122,25 @@ impl Settings {
         }
         models.worker_memory_mb = u64::from(self.worker_memory_mb.max(1));
         Ok(LibraryConfig::new(dir, models))
+    }
+
+    /// Who answers, as chosen here with the environment over it, and a
+    /// note when it is not the one chosen (no model installed); an error
+    /// when the server is chosen without its URL and model.
+    pub fn answerer(&self, models: &ModelConfig) -> Result<(Answerer, Option<String>)> {
+        fn filled(v: &Option<String>) -> Option<&str> {
+            v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+        }
+        let server = match (filled(&self.llm_url), filled(&self.llm_model)) {
+            (Some(url), Some(model)) => {
+                let mut cfg = LlmConfig::new(url, model);
+                cfg.api_key = filled(&self.llm_api_key).map(str::to_string);
+                Some(cfg)
+            }
+            _ => None,
+        };
+        Answerer::from_env_or(models, self.answerer, server)
+            .map_err(|e| AppError::new(ErrorKind::BadInput, format!("{e}; see Settings → Answers")))
     }
 }
 

@@ -119,25 +119,38 @@ impl Answerer {
         }
     }
 
-    /// The answerer the environment asks for, as `carrel ask` reads it: a
-    /// server when `CARREL_LLM_URL` and `CARREL_LLM_MODEL` are set, else
-    /// `CARREL_ANSWERER` (auto, local, extractive), else
-    /// [`AnswererChoice::Auto`].
+    /// The answerer the environment asks for, as `carrel ask` reads it:
+    /// [`Answerer::from_env_or`] with nothing saved.
     pub fn from_env(models: &ModelConfig) -> (Answerer, Option<String>) {
+        Answerer::from_env_or(models, AnswererChoice::Auto, None)
+            .expect("only the server answerer needs a server")
+    }
+
+    /// The environment over a saved choice (the app's Settings): a server
+    /// when `CARREL_LLM_URL` and `CARREL_LLM_MODEL` are set, else
+    /// `CARREL_ANSWERER` (auto, local, extractive), else `saved`, with
+    /// `server` for [`AnswererChoice::Server`].
+    pub fn from_env_or(
+        models: &ModelConfig,
+        saved: AnswererChoice,
+        server: Option<LlmConfig>,
+    ) -> std::result::Result<(Answerer, Option<String>), String> {
         if let (Ok(url), Ok(model)) = (
             std::env::var("CARREL_LLM_URL"),
             std::env::var("CARREL_LLM_MODEL"),
         ) && !url.is_empty()
             && !model.is_empty()
         {
-            return (Answerer::llm(&url, &model), None);
+            return Ok((Answerer::llm(&url, &model), None));
         }
-        let choice = std::env::var("CARREL_ANSWERER")
+        let asked = std::env::var("CARREL_ANSWERER")
             .ok()
             .and_then(|c| <AnswererChoice as clap::ValueEnum>::from_str(&c, true).ok())
-            .filter(|c| *c != AnswererChoice::Server)
-            .unwrap_or_default();
-        Answerer::choose(choice, models, None).expect("only the server answerer needs a server")
+            .filter(|c| *c != AnswererChoice::Server);
+        match asked {
+            Some(choice) => Answerer::choose(choice, models, None),
+            None => Answerer::choose(saved, models, server),
+        }
     }
 
     /// Characters of passages this answerer reads.
@@ -234,7 +247,7 @@ pub enum Check {
     /// content words (the closest holds `overlap_pct`): "not found in your
     /// documents", and cited to nothing.
     Unsupported { overlap_pct: u32 },
-    /// Written: it makes no claim to look for (no content words: "Sure.").
+    /// Written: it makes no claim to look for (no content words: "So it is.").
     NoClaim,
     /// Kept from earlier builds: the statement cited nothing.
     Uncited,
@@ -343,6 +356,9 @@ pub struct Writing {
     /// From asking the model to its first token, prompt read included.
     pub first_token_ms: f64,
     pub total_ms: f64,
+    /// What the model wrote, its `[n]` markers in (the debug pane's).
+    #[serde(default)]
+    pub text: String,
 }
 
 /// [`Progress`] as it travels to the app (a Tauri Channel): owned, typed.
@@ -587,7 +603,7 @@ fn write_local(
 ) -> std::result::Result<Drafts, String> {
     let writer = Writer::load(model)?;
     let messages = [
-        Message::new(Role::System, SYSTEM_PROMPT),
+        Message::new(Role::System, LOCAL_PROMPT),
         Message::new(Role::User, prompt(question, context)),
     ];
     let mut split = sentences::Sentences::new();
@@ -605,6 +621,7 @@ fn write_local(
             tokens: written.tokens as u32,
             first_token_ms: written.first_token_ms,
             total_ms: written.total_ms,
+            text: written.text,
         }),
     })
 }
@@ -679,7 +696,13 @@ pub fn finish(
         },
         (None, Some(Err(reason))) => Outcome::Failed { reason },
         (None, Some(Ok(d))) if d.drafts.is_empty() => Outcome::Failed {
-            reason: "the answerer returned no statements".into(),
+            reason: match d.writing.as_ref().map(|w| w.text.trim()) {
+                Some(text) if !text.is_empty() => {
+                    format!("the model wrote no sentence to check, only “{text}”")
+                }
+                Some(_) => "the model wrote nothing".into(),
+                None => "the answerer returned no statements".into(),
+            },
         },
         (None, Some(Ok(Drafts { drafts, .. }))) => {
             let quotes = matches!(answerer, Answerer::Extractive);
@@ -1356,6 +1379,13 @@ const SYSTEM_PROMPT: &str = "You answer questions using only the numbered passag
 Every sentence of your answer must end with the number of the passage it relies on, in square \
 brackets, like [2] or [1][3]. Do not use outside knowledge. If the passages do not answer the \
 question, say so in one sentence and cite the passage that comes closest.";
+
+/// The built-in model's instructions. It is not asked to cite: Carrel
+/// cites each sentence itself, and asked for `[n]` the 0.5B model wrote
+/// only markers ("[1][2]") to a plain question.
+const LOCAL_PROMPT: &str = "You answer questions using only the numbered passages you are given. \
+Answer in a few plain sentences, in your own words or the passages' words. Do not use outside \
+knowledge. If the passages do not answer the question, say so in one sentence.";
 
 fn prompt(question: &str, context: &[Passage]) -> String {
     let mut out = String::from("Passages:\n");

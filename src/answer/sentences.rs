@@ -29,6 +29,11 @@ pub struct Sentences {
     between: String,
     /// Text held back because it may be the start of a `[n]` marker.
     held: String,
+    /// Whitespace not shown yet: it goes out before the next visible
+    /// character, so that a statement's mark (handed on when the next
+    /// statement starts) sits where the sentence ends, and it goes with a
+    /// `[n]` marker that follows it.
+    gap: String,
 }
 
 impl Sentences {
@@ -77,7 +82,7 @@ impl Sentences {
     pub fn finish(mut self) -> Vec<Cut> {
         let mut out = Vec::new();
         if !self.held.is_empty() {
-            out.push(Cut::Text(std::mem::take(&mut self.held)));
+            out.push(Cut::Text(self.gap.clone() + &self.held));
         }
         if let Some(mut done) = self.ended.take() {
             done.hint.extend(super::take_markers(&self.between).1);
@@ -111,15 +116,19 @@ impl Sentences {
     /// held until it is one (then dropped) or is not (then shown).
     fn show(&mut self, c: char, shown: &mut String) {
         if self.held.is_empty() && c != '[' {
-            shown.push(c);
+            if c.is_whitespace() {
+                self.gap.push(c);
+            } else {
+                shown.push_str(&std::mem::take(&mut self.gap));
+                shown.push(c);
+            }
             return;
         }
         self.held.push(c);
         let inner = &self.held[1..];
         if c == ']' && inner.len() > 1 {
             // A whole marker: dropped, with the space before it.
-            let trimmed = shown.trim_end().len();
-            shown.truncate(trimmed);
+            self.gap.clear();
             self.held.clear();
         } else if !inner
             .trim_end_matches(']')
@@ -127,6 +136,7 @@ impl Sentences {
             .all(|c| c.is_ascii_digit() || c == ',' || c == ' ')
             || (c == ']' && inner.len() <= 1)
         {
+            shown.push_str(&std::mem::take(&mut self.gap));
             shown.push_str(&std::mem::take(&mut self.held));
         }
     }
@@ -204,6 +214,31 @@ mod tests {
                 ("Discard half first.", vec![2]),
                 ("Rye helps.", vec![1, 3]),
                 ("Version 3.5 is out", vec![]),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_space_after_a_statement_comes_after_its_end_so_its_mark_can_sit_there() {
+        let mut s = Sentences::new();
+        let mut cuts = s.push("Once a day.");
+        cuts.extend(s.push(" "));
+        cuts.extend(s.push("Weigh it."));
+        cuts.extend(s.finish());
+        let order: Vec<String> = cuts
+            .iter()
+            .map(|c| match c {
+                Cut::Text(t) => format!("text {t:?}"),
+                Cut::Ended(d) => format!("ended {:?}", d.text),
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "text \"Once a day.\"",
+                "ended \"Once a day.\"",
+                "text \" Weigh it.\"",
+                "ended \"Weigh it.\""
             ]
         );
     }

@@ -54,7 +54,7 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
     async def test_tools_are_listed_with_their_id_forms(self):
         async with self.session() as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
-            self.assertEqual(set(tools), {"libraries", "search", "read", "cite", "list", "sources"})
+            self.assertEqual(set(tools), {"libraries", "search", "read", "cite", "verify", "list", "sources"})
             # An agent is told that a lane's tail is not an answer.
             self.assertIn("`below_floor`", tools["search"].description)
             self.assertIn("not an answer", tools["search"].description)
@@ -178,6 +178,21 @@ class McpTest(unittest.IsolatedAsyncioTestCase):
             self.assertTrue(other.is_error)
             unknown = await s.call_tool("cite", {"id": 4242, "quote": "anything"})
             self.assertTrue(unknown.is_error)
+
+    async def test_a_line_is_checked_against_the_whole_library(self):
+        async with self.session() as s:
+            found = json.loads(text_of(await s.call_tool("verify", {"line": "Replace it when a  wear gauge\nreads 0.5%"})))
+            self.assertEqual(found["state"], "found")
+            self.assertTrue(found["kb"], "the check says which library it read")
+            place = found["places"][0]
+            self.assertEqual(place["heading_path"][-1], "Measuring wear")
+            self.assertIn("wear gauge", place["passage"])
+            # A line the library does not hold is not there, with the nearest passage.
+            absent = json.loads(text_of(await s.call_tool("verify", {"line": "replace the chain every 100 km"})))
+            self.assertEqual(absent["state"], "not_in_library")
+            self.assertTrue(absent["nearest"]["passage"])
+            empty = await s.call_tool("verify", {"line": "   "})
+            self.assertTrue(empty.is_error)
 
 
 if __name__ == "__main__":

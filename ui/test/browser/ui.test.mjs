@@ -990,3 +990,48 @@ test("the match panel lists the foreign sources' hits under Elsewhere, apart fro
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("Settings → Answers: a server is chosen with its URL and model, saved as typed, and one without them is refused with its reason", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    get_settings: () => ({
+      settings: { library_dir: null, threads: 1, jobs: null, worker_memory_mb: 2048, answerer: "auto", llm_url: null, llm_model: null, llm_api_key: null },
+      library_dir: "/l", library_from_env: false, models_dir: "/m", answerer: "local:qwen2.5-coder-0.5b-instruct", version: "0.1.0", default_jobs: 1,
+    }),
+    set_settings: ({ settings }) => {
+      if (settings.answerer === "server" && !settings.llm_model) {
+        throw { kind: "bad_input", message: "a server answers only with its URL (http:// or https://, up to the API version, e.g. http://localhost:8080/v1) and a model name" };
+      }
+      return {
+        settings, library_dir: "/l", library_from_env: false, models_dir: "/m",
+        answerer: `llm:${settings.llm_model} at ${settings.llm_url}`, version: "0.1.0", default_jobs: 1,
+      };
+    },
+    doctor: () => { throw { kind: "internal", message: "not under test" }; },
+    about: () => { throw { kind: "internal", message: "not under test" }; },
+    list_foreign_sources: () => ({ limit_labels: [], note: null, sources: [] }),
+  });
+  await page.locator('[data-nav="settings"]').click();
+  await page.getByTestId("answerer-in-use").waitFor();
+  assert.equal(await page.getByTestId("answerer-in-use").innerText(), "local:qwen2.5-coder-0.5b-instruct");
+  // The server's fields appear only when a server is chosen.
+  assert.equal(await page.getByTestId("llm-url").count(), 0);
+  await page.getByTestId("answerer").selectOption("server");
+  await page.getByTestId("llm-url").fill("http://localhost:8080/v1");
+  await page.getByRole("button", { name: "Save and reopen" }).click();
+  await page.getByText("Not saved").waitFor();
+  assert.match(await page.locator(".settings-form").first().innerText(), /a server answers only with its URL/);
+  await page.getByTestId("llm-model").fill("qwen2.5-7b");
+  await page.getByTestId("llm-key").fill("sk-local");
+  await page.getByRole("button", { name: "Save and reopen" }).click();
+  await page.getByText("Saved.").waitFor();
+  const saved = (await page.evaluate(() => window.__CALLS__))
+    .filter(([cmd]) => cmd === "set_settings").map(([, a]) => a.settings);
+  assert.deepEqual(
+    saved.at(-1),
+    { library_dir: null, threads: 1, jobs: null, worker_memory_mb: 2048, answerer: "server", llm_url: "http://localhost:8080/v1", llm_model: "qwen2.5-7b", llm_api_key: "sk-local" },
+  );
+  assert.equal(await page.getByTestId("answerer-in-use").innerText(), "llm:qwen2.5-7b at http://localhost:8080/v1");
+  assert.deepEqual(errors, []);
+  await page.close();
+});

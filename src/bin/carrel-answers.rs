@@ -1,0 +1,345 @@
+//! `carrel-answers`: the population the support rule is calibrated on
+//! (`make answers`, tools/answer-calibration/). Asks the built-in model the
+//! calibration set's index-term questions, in a library of its documents,
+//! and writes one JSON line per question: the context passages, the
+//! sentences the model wrote, Carrel's mark on each, and every candidate
+//! measure of each sentence against every passage, so that a rule and its
+//! line can be chosen afterwards without asking the model again.
+//!
+//! Greedy decoding makes an answer's first sentences the same whether or
+//! not it is stopped after them, so writing stops after `--sentences`
+//! sentences: the population is the sentences a reader sees first. The
+//! run is resumable: questions already in `--out` are skipped.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use carrel::answer::{Answerer, AnswererChoice, Check, Outcome, Progress, cite};
+use carrel::lanes::terms::stems;
+use carrel::models::ModelConfig;
+use carrel::{Library, LibraryConfig};
+
+#[derive(Parser)]
+struct Args {
+    /// The calibration set (tools/calibration/build.sh OUT_DIR)
+    set: PathBuf,
+    /// The library of the set's documents: made and filled when empty
+    #[arg(long)]
+    library: PathBuf,
+    /// Write JSON lines here (appended; questions already there are skipped)
+    #[arg(long)]
+    out: PathBuf,
+    /// How many index-term questions, taken in the order of their id's SHA-256
+    #[arg(long, default_value_t = 300)]
+    questions: usize,
+    /// How many noise questions (none has a relevant document)
+    #[arg(long, default_value_t = 40)]
+    noise: usize,
+    /// Sentences kept per answer
+    #[arg(long, default_value_t = 3)]
+    sentences: usize,
+    /// Models folder (default: where `make models` puts them)
+    #[arg(long, env = "CARREL_MODELS")]
+    models: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+struct Query {
+    #[serde(rename = "_id")]
+    id: String,
+    text: String,
+    kind: String,
+}
+
+#[derive(Serialize)]
+struct Record {
+    id: String,
+    kind: String,
+    question: String,
+    /// The set's relevant documents (ids under corpus/).
+    relevant: Vec<String>,
+    /// answered, no_context or failed.
+    outcome: &'static str,
+    reason: Option<String>,
+    /// Whether the model was asked at all.
+    asked_model: bool,
+    prompt_tokens: Option<u32>,
+    tokens: Option<u32>,
+    first_token_ms: Option<f64>,
+    total_ms: Option<f64>,
+    context: Vec<ContextPassage>,
+    sentences: Vec<Sentence>,
+}
+
+#[derive(Serialize)]
+struct ContextPassage {
+    n: usize,
+    doc: String,
+    title: String,
+    heading: String,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Sentence {
+    text: String,
+    /// The `[n]` the model wrote.
+    hint: Vec<usize>,
+    /// Carrel's citation and mark, by the rule in force.
+    citations: Vec<usize>,
+    check: Check,
+    /// Per passage, in context order: the candidate measures.
+    against: Vec<Measures>,
+}
+
+#[derive(Serialize)]
+struct Measures {
+    n: usize,
+    verbatim: bool,
+    /// Share of the sentence's content stems found in the passage, %.
+    stem_pct: u32,
+    /// Share of the sentence's word trigrams found in the passage, %.
+    trigram_pct: u32,
+    /// Share of its content bigrams found in the passage, %.
+    bigram_pct: u32,
+    /// Content stems of the sentence that are not in the passage.
+    missing: Vec<String>,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    carrel::extract::worker::serve_if_asked();
+    let args = Args::parse();
+    let models = ModelConfig::new(match &args.models {
+        Some(dir) => dir.clone(),
+        None => ModelConfig::default_dir()?,
+    });
+    let (answerer, note) = Answerer::choose(AnswererChoice::Local, &models, None)?;
+    if let Some(note) = note {
+        return Err(note.into());
+    }
+    let corpus = std::path::absolute(args.set.join("corpus"))?;
+    let mut lib = Library::open(LibraryConfig::new(args.library.clone(), models))?;
+    if lib.list()?.is_empty() {
+        eprintln!("adding {} (once)", corpus.display());
+        let report = lib.add(&[corpus.display().to_string()], &mut |_| {})?;
+        eprintln!("added {}, {} failed", report.added, report.failed.len());
+    }
+    let done = already_done(&args.out)?;
+    let relevant = read_qrels(&args.set.join("qrels.tsv"))?;
+    let asked = chosen(&args.set, args.questions, args.noise)?;
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&args.out)?;
+    let total = asked.len();
+    for (i, q) in asked.into_iter().enumerate() {
+        if done.contains(&q.id) {
+            continue;
+        }
+        let question = format!("Explain {}.", q.text.trim_end_matches('.'));
+        let rel = relevant.get(&q.id).cloned().unwrap_or_default();
+        let record = ask(
+            &mut lib,
+            &answerer,
+            &q,
+            question,
+            rel,
+            &corpus,
+            args.sentences,
+        )?;
+        eprintln!(
+            "{}/{total} {} {}: {} sentences, first token {:.1} s",
+            i + 1,
+            q.id,
+            record.outcome,
+            record.sentences.len(),
+            record.first_token_ms.unwrap_or(0.0) / 1000.0
+        );
+        writeln!(out, "{}", serde_json::to_string(&record)?)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// Asks one question, stopping the model after `keep` sentences.
+fn ask(
+    lib: &mut Library,
+    answerer: &Answerer,
+    q: &Query,
+    question: String,
+    relevant: Vec<String>,
+    corpus: &Path,
+    keep: usize,
+) -> Result<Record, Box<dyn std::error::Error>> {
+    let stop = AtomicBool::new(false);
+    let mut ended = 0;
+    let answer = lib.ask_streaming(&question, answerer, &stop, &mut |p| {
+        if let Progress::Statement(_) = p {
+            ended += 1;
+            if ended >= keep {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    })?;
+    let context: Vec<ContextPassage> = answer
+        .context
+        .iter()
+        .map(|p| ContextPassage {
+            n: p.n,
+            doc: Path::new(&p.source)
+                .strip_prefix(corpus)
+                .unwrap_or(Path::new(&p.source))
+                .display()
+                .to_string(),
+            title: p.title.clone(),
+            heading: p.heading_path.join(" > "),
+            text: p.text.clone(),
+        })
+        .collect();
+    let (outcome, reason, statements) = match answer.outcome {
+        Outcome::Answered { statements, .. } => ("answered", None, statements),
+        Outcome::NoContext { reason } => ("no_context", Some(reason), vec![]),
+        Outcome::Failed { reason } => ("failed", Some(reason), vec![]),
+    };
+    let sentences = statements
+        .into_iter()
+        .take(keep)
+        .map(|s| Sentence {
+            against: context
+                .iter()
+                .map(|p| measures(&s.text, p.n, &p.text))
+                .collect(),
+            text: s.text,
+            hint: s.hint,
+            citations: s.citations,
+            check: s.check,
+        })
+        .collect();
+    let w = answer.writing.as_ref();
+    Ok(Record {
+        id: q.id.clone(),
+        kind: q.kind.clone(),
+        question,
+        relevant,
+        outcome,
+        reason,
+        asked_model: w.is_some(),
+        prompt_tokens: w.map(|w| w.prompt_tokens),
+        tokens: w.map(|w| w.tokens),
+        first_token_ms: w.map(|w| w.first_token_ms),
+        total_ms: w.map(|w| w.total_ms),
+        context,
+        sentences,
+    })
+}
+
+fn measures(sentence: &str, n: usize, passage: &str) -> Measures {
+    let words: BTreeSet<String> = stems(sentence)
+        .into_iter()
+        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    let there = stems(passage);
+    let missing: Vec<String> = words
+        .iter()
+        .filter(|w| !there.contains(*w))
+        .cloned()
+        .collect();
+    Measures {
+        n,
+        verbatim: cite::occurs(sentence, passage),
+        stem_pct: pct(words.len() - missing.len(), words.len()),
+        trigram_pct: gram_pct(&plain_words(sentence), &plain_words(passage), 3),
+        bigram_pct: gram_pct(&content_seq(sentence), &content_seq(passage), 2),
+        missing,
+    }
+}
+
+fn pct(part: usize, whole: usize) -> u32 {
+    if whole == 0 {
+        0
+    } else {
+        (part * 100 / whole) as u32
+    }
+}
+
+fn plain_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The text's content stems, in order.
+fn content_seq(text: &str) -> Vec<String> {
+    plain_words(text)
+        .iter()
+        .flat_map(|w| stems(w))
+        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+        .collect()
+}
+
+fn gram_pct(sentence: &[String], passage: &[String], k: usize) -> u32 {
+    let grams =
+        |ws: &[String]| -> HashSet<Vec<String>> { ws.windows(k).map(<[String]>::to_vec).collect() };
+    let mine = grams(sentence);
+    let there = grams(passage);
+    pct(
+        mine.iter().filter(|g| there.contains(*g)).count(),
+        mine.len(),
+    )
+}
+
+/// The questions asked: index terms then noise, each in the order of the
+/// SHA-256 of its id (spread over the manuals, the same on every run).
+fn chosen(
+    set: &Path,
+    terms: usize,
+    noise: usize,
+) -> Result<Vec<Query>, Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string(set.join("queries.jsonl"))?;
+    let mut all: Vec<Query> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    all.sort_by_key(|q| Sha256::digest(q.id.as_bytes()).to_vec());
+    let (mut out, rest): (Vec<Query>, Vec<Query>) =
+        all.into_iter().partition(|q| q.kind == "index-term");
+    out.truncate(terms);
+    out.extend(rest.into_iter().filter(|q| q.kind == "noise").take(noise));
+    Ok(out)
+}
+
+fn read_qrels(path: &Path) -> Result<HashMap<String, Vec<String>>, Box<dyn std::error::Error>> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    for line in std::fs::read_to_string(path)?.lines().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if let [q, d, score, ..] = cols[..]
+            && score.trim() != "0"
+        {
+            out.entry(q.to_string()).or_default().push(d.to_string());
+        }
+    }
+    Ok(out)
+}
+
+fn already_done(out: &Path) -> Result<HashSet<String>, Box<dyn std::error::Error>> {
+    #[derive(Deserialize)]
+    struct Id {
+        id: String,
+    }
+    if !out.exists() {
+        return Ok(HashSet::new());
+    }
+    Ok(std::fs::read_to_string(out)?
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Id>(l).ok())
+        .map(|r| r.id)
+        .collect())
+}
