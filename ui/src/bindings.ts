@@ -174,6 +174,17 @@ export type Answer = {
 /**  [`Progress`] as it travels to the app (a Tauri Channel): owned, typed. */
 export type AnswerEvent = { kind: "quote"; quote: QuotedLine } | { kind: "context"; passages: Passage[] } | { kind: "text"; text: string } | { kind: "statement"; statement: Statement };
 
+/**  Which answerer a person asked for (Settings, `carrel ask --answerer`). */
+export type AnswererChoice = 
+/**  The built-in model when it is installed, else extractive. */
+"auto" | 
+/**  The built-in model (extractive, said so, when it is not installed). */
+"local" | 
+/**  Quotes only: no model writes. */
+"extractive" | 
+/**  An OpenAI-compatible server (its URL and model are needed). */
+"server";
+
 export type AppError = {
 	kind: ErrorKind,
 	message: string,
@@ -258,7 +269,7 @@ export type CitationCheck =
  *  documents", and cited to nothing.
  */
 { status: "unsupported"; overlap_pct: number } | 
-/**  Written: it makes no claim to look for (no content words: "Sure."). */
+/**  Written: it makes no claim to look for (no content words: "So it is."). */
 { status: "no_claim" } | 
 /**  Kept from earlier builds: the statement cited nothing. */
 { status: "uncited" } | 
@@ -926,6 +937,18 @@ export type Settings = {
 	jobs?: number | null,
 	/**  Resident memory the embedding workers may take together (MB). */
 	worker_memory_mb?: number,
+	/**
+	 *  Who writes answers (the environment wins: `CARREL_ANSWERER`,
+	 *  `CARREL_LLM_URL` with `CARREL_LLM_MODEL`).
+	 */
+	answerer?: AnswererChoice,
+	/**
+	 *  The OpenAI-compatible server, for `answerer: server`: its base URL
+	 *  (up to the API version), model name, and key when it needs one.
+	 */
+	llm_url?: string | null,
+	llm_model?: string | null,
+	llm_api_key?: string | null,
 };
 
 /**
@@ -1200,6 +1223,8 @@ export type Writing = {
 	/**  From asking the model to its first token, prompt read included. */
 	first_token_ms: number | null,
 	total_ms: number | null,
+	/**  What the model wrote, its `[n]` markers in (the debug pane's). */
+	text?: string,
 };
 
 /* Tauri Specta runtime */
