@@ -95,7 +95,7 @@ fn the_answer_streams_in_pieces_and_every_sentence_is_cited_by_carrel_or_not_fou
         match &s.check {
             Check::Verified | Check::Supported { .. } => {
                 let p = a.context.iter().find(|p| p.n == s.citations[0]).unwrap();
-                let pct = answer::marks::word_overlap_pct(&s.text, &p.text);
+                let pct = answer::marks::pair_overlap_pct(&s.text, &p.text);
                 assert!(pct >= Some(answer::SUPPORT_MIN_PCT), "{s:?} in {p:?}");
             }
             Check::Unsupported { .. } | Check::NoClaim => assert!(s.citations.is_empty(), "{s:?}"),

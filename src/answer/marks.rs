@@ -5,7 +5,7 @@
 //! 1.5B model's facts were right 5/5 and its `[n]` 0/5).
 //!
 //! The marks are exact: `verified` when the sentence occurs verbatim in the
-//! passage, `supported` when enough of its content words occur there,
+//! passage, `supported` when enough of its content-word pairs occur there,
 //! `unsupported` (shown as "not found in your documents", with no citation)
 //! otherwise.
 
@@ -13,27 +13,30 @@ use std::collections::HashSet;
 
 use super::{Passage, cite};
 
-/// Share of a written sentence's content words (Snowball stems, function
-/// words and numbers-only tokens left out) that must occur in one passage
-/// of the context for that passage to support it, in percent.
+/// Share of a written sentence's content-word pairs (each content word
+/// with the next, function words and numbers-only tokens left out, as
+/// Snowball stems) that must occur, as pairs, in one passage of the context
+/// for that passage to support it, in percent.
 ///
-/// Not yet calibrated on a population of real output: it is the line set on
-/// 7 replayed statements (`fixtures/llm/`: sentences that say what their
-/// passage says share 60–100% of their words with it, those citing the
-/// wrong passage 0–20%). `carrel eval --answers` (README, "Answers")
-/// writes the population it is to be chosen on.
-pub const SUPPORT_MIN_PCT: u32 = 50;
+/// Chosen on real output (tools/answer-calibration/): the lowest line at
+/// which 90% of the citations shown on the tuning half of the built-in
+/// model's sentences point to a passage that supports them. Content words
+/// alone could not get there: the 0.5B model often reuses a passage's words
+/// to say something it does not say (at 100% of its words found, 84% of
+/// such citations held on the tuning half); the order of the words tells
+/// a copy from a remix.
+pub const SUPPORT_MIN_PCT: u32 = 76;
 
 /// What a sentence rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attribution {
     /// It occurs verbatim (whitespace and case aside) in passage `n`.
     Verbatim { n: usize },
-    /// Passage `n` holds `pct`% of its content words, at least
+    /// Passage `n` holds `pct`% of its content-word pairs, at least
     /// [`SUPPORT_MIN_PCT`].
     Supported { n: usize, pct: u32 },
-    /// No passage holds [`SUPPORT_MIN_PCT`] of its content words; `best`
-    /// is the closest, with its share.
+    /// No passage holds [`SUPPORT_MIN_PCT`] of its pairs; `best` is the
+    /// closest, with its share.
     NotFound { best: Option<(usize, u32)> },
     /// It has no content words to look for ("So it is.").
     NoClaim,
@@ -50,19 +53,25 @@ impl Attribution {
 }
 
 /// The rule: verbatim first; else the passage holding the largest share of
-/// the sentence's content words (the earliest on a tie), if that share
+/// the sentence's content-word pairs (the earliest on a tie), if that share
 /// reaches [`SUPPORT_MIN_PCT`].
 pub fn attribute(sentence: &str, context: &[Passage]) -> Attribution {
     if let Some(p) = context.iter().find(|p| cite::occurs(sentence, &p.text)) {
         return Attribution::Verbatim { n: p.n };
     }
-    let words = content_words(sentence);
+    let words = content_sequence(sentence);
     if words.is_empty() {
         return Attribution::NoClaim;
     }
+    let pairs = grams(&words, 2);
     let best = context
         .iter()
-        .map(|p| (p.n, share_pct(&words, &p.text)))
+        .map(|p| {
+            (
+                p.n,
+                share_pct(&pairs, &grams(&content_sequence(&p.text), 2)),
+            )
+        })
         .max_by_key(|&(n, pct)| (pct, std::cmp::Reverse(n)));
     match best {
         Some((n, pct)) if pct >= SUPPORT_MIN_PCT => Attribution::Supported { n, pct },
@@ -70,26 +79,37 @@ pub fn attribute(sentence: &str, context: &[Passage]) -> Attribution {
     }
 }
 
-/// A sentence's content words: stems, numbers-only tokens left out (a
-/// citation number is no claim).
-fn content_words(sentence: &str) -> HashSet<String> {
-    crate::lanes::terms::stems(sentence)
+/// A text's content words in order, as stems: function words and
+/// numbers-only tokens left out (a citation number is no claim).
+pub fn content_sequence(text: &str) -> Vec<String> {
+    crate::lanes::terms::stem_sequence(text)
         .into_iter()
         .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
         .collect()
 }
 
-fn share_pct(words: &HashSet<String>, passage: &str) -> u32 {
-    let there = crate::lanes::terms::stems(passage);
-    let found = words.iter().filter(|w| there.contains(*w)).count();
-    (found * 100 / words.len()) as u32
+/// The distinct runs of `k` consecutive words; a text shorter than `k`
+/// is its one run.
+pub fn grams(words: &[String], k: usize) -> HashSet<Vec<String>> {
+    if words.len() < k {
+        return HashSet::from([words.to_vec()]);
+    }
+    words.windows(k).map(<[String]>::to_vec).collect()
 }
 
-/// The share of `statement`'s content words that occur in `passage`, in
-/// percent; `None` when the statement has no content words.
-pub fn word_overlap_pct(statement: &str, passage: &str) -> Option<u32> {
-    let words = content_words(statement);
-    (!words.is_empty()).then(|| share_pct(&words, passage))
+/// The share of `mine` found in `there`, in percent.
+pub fn share_pct<T: Eq + std::hash::Hash>(mine: &HashSet<T>, there: &HashSet<T>) -> u32 {
+    if mine.is_empty() {
+        return 0;
+    }
+    (mine.iter().filter(|g| there.contains(*g)).count() * 100 / mine.len()) as u32
+}
+
+/// The share of `statement`'s content-word pairs that occur in `passage`,
+/// in percent; `None` when the statement has no content words.
+pub fn pair_overlap_pct(statement: &str, passage: &str) -> Option<u32> {
+    let words = content_sequence(statement);
+    (!words.is_empty()).then(|| share_pct(&grams(&words, 2), &grams(&content_sequence(passage), 2)))
 }
 
 #[cfg(test)]
@@ -121,24 +141,29 @@ mod tests {
     }
 
     #[test]
-    fn a_sentence_is_cited_to_the_passage_that_holds_its_words_not_the_first() {
+    fn a_sentence_is_cited_to_the_passage_that_holds_its_words_in_order_not_the_first() {
         let context = [
             passage(1, "A mortgage starter home needs a deposit."),
             passage(2, "Feed the sourdough starter flour and water every day."),
         ];
         assert_eq!(
-            attribute("You feed a starter flour and water daily.", &context),
+            attribute("Feed the starter flour and water every day.", &context),
             Attribution::Supported { n: 2, pct: 80 }
         );
         assert_eq!(
             attribute("feed the SOURDOUGH starter flour", &context),
             Attribution::Verbatim { n: 2 }
         );
+        // Every word is in passage 2, in another order, saying another thing.
+        assert_eq!(
+            attribute("Water every day feeds the flour starter.", &context),
+            Attribution::NotFound {
+                best: Some((2, 40))
+            }
+        );
         assert_eq!(
             attribute("Starters prefer jazz.", &context),
-            Attribution::NotFound {
-                best: Some((1, 33))
-            }
+            Attribution::NotFound { best: Some((1, 0)) }
         );
         assert_eq!(attribute("So it is.", &context), Attribution::NoClaim);
         assert_eq!(
@@ -148,13 +173,13 @@ mod tests {
     }
 
     #[test]
-    fn word_overlap_counts_content_words_only() {
+    fn pair_overlap_counts_pairs_of_content_words() {
         let passage = "Feed the starter equal weights of flour and water every day.";
         assert_eq!(
-            word_overlap_pct("Feed the starter every day.", passage),
-            Some(100)
+            pair_overlap_pct("Feed the starter every day.", passage),
+            Some(66)
         );
-        assert_eq!(word_overlap_pct("Starters prefer jazz.", passage), Some(33));
-        assert_eq!(word_overlap_pct("This is it [1].", passage), None);
+        assert_eq!(pair_overlap_pct("Starters prefer jazz.", passage), Some(0));
+        assert_eq!(pair_overlap_pct("This is it [1].", passage), None);
     }
 }

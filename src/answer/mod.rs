@@ -237,14 +237,14 @@ pub enum Check {
     /// belongs to its document (a quote, or a sentence a model copied).
     Verified,
     /// Written: Carrel cited the passage holding at least
-    /// [`SUPPORT_MIN_PCT`] of the statement's content words, the most of
+    /// [`SUPPORT_MIN_PCT`] of the statement's content-word pairs, the most of
     /// any passage; it belongs to its document.
     Supported { overlap_pct: u32 },
     /// Kept from earlier builds, which checked a model's own citations:
     /// real passages, and no content words to check against them.
     Cited,
     /// Written: no passage of the context holds [`SUPPORT_MIN_PCT`] of its
-    /// content words (the closest holds `overlap_pct`): "not found in your
+    /// content-word pairs (the closest holds `overlap_pct`): "not found in your
     /// documents", and cited to nothing.
     Unsupported { overlap_pct: u32 },
     /// Written: it makes no claim to look for (no content words: "So it is.").

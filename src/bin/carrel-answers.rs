@@ -20,7 +20,7 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use carrel::answer::{Answerer, AnswererChoice, Check, Outcome, Progress, cite};
+use carrel::answer::{Answerer, AnswererChoice, Check, Outcome, Progress, cite, marks};
 use carrel::lanes::terms::stems;
 use carrel::models::ModelConfig;
 use carrel::{Library, LibraryConfig};
@@ -240,59 +240,38 @@ fn ask(
 }
 
 fn measures(sentence: &str, n: usize, passage: &str) -> Measures {
-    let words: BTreeSet<String> = stems(sentence)
-        .into_iter()
-        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
-        .collect();
+    let words: BTreeSet<String> = marks::content_sequence(sentence).into_iter().collect();
     let there = stems(passage);
     let missing: Vec<String> = words
         .iter()
         .filter(|w| !there.contains(*w))
         .cloned()
         .collect();
+    let share = |k: usize, of: fn(&str) -> Vec<String>| {
+        marks::share_pct(
+            &marks::grams(&of(sentence), k),
+            &marks::grams(&of(passage), k),
+        )
+    };
     Measures {
         n,
         verbatim: cite::occurs(sentence, passage),
-        stem_pct: pct(words.len() - missing.len(), words.len()),
-        trigram_pct: gram_pct(&plain_words(sentence), &plain_words(passage), 3),
-        bigram_pct: gram_pct(&content_seq(sentence), &content_seq(passage), 2),
+        stem_pct: match words.len() {
+            0 => 0,
+            all => ((all - missing.len()) * 100 / all) as u32,
+        },
+        trigram_pct: share(3, plain_words),
+        bigram_pct: share(2, marks::content_sequence),
         missing,
     }
 }
 
-fn pct(part: usize, whole: usize) -> u32 {
-    if whole == 0 {
-        0
-    } else {
-        (part * 100 / whole) as u32
-    }
-}
-
+/// A text's words in order, lowercase, function words kept.
 fn plain_words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect()
-}
-
-/// The text's content stems, in order.
-fn content_seq(text: &str) -> Vec<String> {
-    plain_words(text)
-        .iter()
-        .flat_map(|w| stems(w))
-        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
-        .collect()
-}
-
-fn gram_pct(sentence: &[String], passage: &[String], k: usize) -> u32 {
-    let grams =
-        |ws: &[String]| -> HashSet<Vec<String>> { ws.windows(k).map(<[String]>::to_vec).collect() };
-    let mine = grams(sentence);
-    let there = grams(passage);
-    pct(
-        mine.iter().filter(|g| there.contains(*g)).count(),
-        mine.len(),
-    )
 }
 
 /// The questions asked: index terms then noise, each in the order of the

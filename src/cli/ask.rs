@@ -278,12 +278,7 @@ fn print_sources(a: &crate::answer::Answer, statements: &[crate::answer::Stateme
 
 /// A passage's document, heading path, ids and what found it.
 fn place(p: &crate::answer::Passage) -> String {
-    // The outermost heading is usually the title itself.
-    let path = match p.heading_path.split_first() {
-        Some((first, rest)) if *first == p.title => rest,
-        _ => &p.heading_path[..],
-    };
-    let headings: String = path.iter().map(|h| format!(" › {h}")).collect();
+    let headings = super::verify::trail(&p.title, &p.heading_path);
     let page = p.page.map(|n| format!(", page {n}")).unwrap_or_default();
     let by = match &p.found {
         Found::Mention { token } => format!("mentioned as {token}"),

@@ -55,10 +55,20 @@ pub fn describe(line: &str, check: &LineCheck) -> String {
 }
 
 fn place(p: &LinePlace) -> String {
-    let headings: String = p.heading_path.iter().map(|h| format!(" › {h}")).collect();
+    let headings = trail(&p.title, &p.heading_path);
     let page = p.page.map(|n| format!(", page {n}")).unwrap_or_default();
     format!(
         "{}{headings} (doc {}, chunk {}{page}) {}",
         p.title, p.doc, p.chunk, p.source
     )
+}
+
+/// A passage's headings after its document's title, as " › A › B": the
+/// outermost heading is usually the title itself.
+pub(super) fn trail(title: &str, heading_path: &[String]) -> String {
+    let path = match heading_path.split_first() {
+        Some((first, rest)) if first == title => rest,
+        _ => heading_path,
+    };
+    path.iter().map(|h| format!(" › {h}")).collect()
 }

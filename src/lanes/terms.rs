@@ -9,6 +9,11 @@ use rust_stemmers::{Algorithm, Stemmer};
 
 /// Stemmed content terms of a text.
 pub fn stems(text: &str) -> HashSet<String> {
+    stem_sequence(text).into_iter().collect()
+}
+
+/// Stemmed content terms of a text, in order, repeats kept.
+pub fn stem_sequence(text: &str) -> Vec<String> {
     let stemmer = Stemmer::create(Algorithm::English);
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
