@@ -18,14 +18,16 @@ use super::{Passage, cite};
 /// Snowball stems) that must occur, as pairs, in one passage of the context
 /// for that passage to support it, in percent.
 ///
-/// Chosen on real output (tools/answer-calibration/): the lowest line at
-/// which 90% of the citations shown on the tuning half of the built-in
-/// model's sentences point to a passage that supports them. Content words
-/// alone could not get there: the 0.5B model often reuses a passage's words
-/// to say something it does not say (at 100% of its words found, 84% of
-/// such citations held on the tuning half); the order of the words tells
-/// a copy from a remix.
-pub const SUPPORT_MIN_PCT: u32 = 76;
+/// Chosen on real output (tools/answer-calibration/): 460 sentences the
+/// built-in model wrote to 270 of the calibration set's questions, labelled
+/// by reading. 81 is the lowest line at which 90% of the citations shown on
+/// the tuning half point to a passage that supports their sentence (90.1%,
+/// recall 64.6%); on the held-out half, 94.7% (recall 64.0%). Words alone
+/// could not get there: the 0.5B model often reuses a passage's words to
+/// say something it does not say, and the 50%-of-words line this replaced
+/// held 53.1% of its citations (57.3% held out); the order of the words
+/// tells a copy from a remix.
+pub const SUPPORT_MIN_PCT: u32 = 81;
 
 /// What a sentence rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,8 +149,18 @@ mod tests {
             passage(2, "Feed the sourdough starter flour and water every day."),
         ];
         assert_eq!(
+            attribute(
+                "You should feed the sourdough starter flour and water every day.",
+                &context
+            ),
+            Attribution::Supported { n: 2, pct: 100 }
+        );
+        // Four of five pairs: close, and below the line.
+        assert_eq!(
             attribute("Feed the starter flour and water every day.", &context),
-            Attribution::Supported { n: 2, pct: 80 }
+            Attribution::NotFound {
+                best: Some((2, 80))
+            }
         );
         assert_eq!(
             attribute("feed the SOURDOUGH starter flour", &context),

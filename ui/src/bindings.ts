@@ -254,7 +254,7 @@ export type CitationCheck =
 { status: "verified" } | 
 /**
  *  Written: Carrel cited the passage holding at least
- *  [`SUPPORT_MIN_PCT`] of the statement's content words, the most of
+ *  [`SUPPORT_MIN_PCT`] of the statement's content-word pairs, the most of
  *  any passage; it belongs to its document.
  */
 { status: "supported"; overlap_pct: number } | 
@@ -265,7 +265,7 @@ export type CitationCheck =
 { status: "cited" } | 
 /**
  *  Written: no passage of the context holds [`SUPPORT_MIN_PCT`] of its
- *  content words (the closest holds `overlap_pct`): "not found in your
+ *  content-word pairs (the closest holds `overlap_pct`): "not found in your
  *  documents", and cited to nothing.
  */
 { status: "unsupported"; overlap_pct: number } | 

@@ -235,7 +235,7 @@ test("while an LLM writes the answer, a document opens and the match panel answe
   const cites = await browser.$$('[data-testid="citation"]');
   assert.ok(cites.length >= 2, "each statement shows its citation mark");
   assert.equal(await cites[0].getText(), "[2]");
-  assert.match(await answer.getText(), /discard half and feed the starter again with equal weights of flour and water/);
+  assert.match(await answer.getText(), /discard half of it and feed it again with equal weights of flour and water/);
   assert.match(await answer.getText(), /llm:qwen2\.5-0\.5b-instruct at http:\/\/127\.0\.0\.1:/);
   await shot("f05-answer-from-llm");
 });
