@@ -34,6 +34,16 @@ enum Seen {
     Statement(answer::Statement),
 }
 
+/// The text a reader saw.
+fn shown(seen: &[Seen]) -> String {
+    seen.iter()
+        .filter_map(|s| match s {
+            Seen::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn ask(
     lib: &mut carrel::Library,
     message: &str,
@@ -104,13 +114,7 @@ fn the_answer_streams_in_pieces_and_every_sentence_is_cited_by_carrel_or_not_fou
     }
     assert!(check.verified + check.supported > 0, "{statements:#?}");
     // The text a reader saw has no `[n]` of the model's in it.
-    let shown: String = seen
-        .iter()
-        .filter_map(|s| match s {
-            Seen::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let shown = shown(&seen);
     assert!(!shown.contains("[1]") && !shown.contains("[2]"), "{shown}");
 }
 
@@ -127,13 +131,7 @@ fn stop_ends_the_writing_at_once_and_keeps_what_was_written() {
     // Stopped at the next token: three pieces were shown, at most one more
     // token was written after the stop (a token may show as no text).
     assert!(writing.tokens <= 6, "{writing:?}");
-    let shown: String = seen
-        .iter()
-        .filter_map(|s| match s {
-            Seen::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let shown = shown(&seen);
     match &a.outcome {
         Outcome::Answered { statements, .. } => {
             assert_eq!(statements.len(), 1, "{statements:?}");
