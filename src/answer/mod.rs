@@ -46,10 +46,12 @@ const QUOTE_MAX_CHARS: usize = 320;
 /// Lane hits considered when no document is mentioned.
 pub const LANE_HITS: usize = 5;
 
-/// Characters of passage text the built-in model reads. About 450 tokens
-/// with the question and the instructions: on 2 cores the 0.5B model reads
-/// a prompt at 76–92 tokens/s (DESIGN.md), so the first word comes within
-/// about 5 s. Three of the lanes' passages (they run near 600 characters).
+/// Characters of passage text the built-in model reads: usually 4 of the
+/// lanes' passages (they run near 600 characters, and fill the budget
+/// whole), 566 prompt tokens with the question and the instructions
+/// (median over 128 answers). On 2 cores the 0.5B model reads a prompt at
+/// about 100 tokens/s, so the first word comes after 5.6 s (median; README,
+/// Figures → Answers).
 pub const LOCAL_CONTEXT_CHARS: usize = 1_900;
 
 /// Who writes the answer.
@@ -112,7 +114,7 @@ impl Answerer {
             AnswererChoice::Auto | AnswererChoice::Local => Ok((
                 Answerer::Extractive,
                 Some(format!(
-                    "no built-in model is installed ({} is missing: run `make models`, or install the carrel-model package), so these are quotes from the passages, not a written answer",
+                    "no built-in model is installed ({} is missing; `make models` puts it there from a source checkout), so these are quotes from the passages, not a written answer",
                     model.display()
                 )),
             )),

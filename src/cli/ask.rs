@@ -198,7 +198,7 @@ fn print_answer(a: &Answer, whole: bool) {
             }
             print_sources(a, statements);
             println!(
-                "Check: of {}, {} verified (verbatim in their passage), {} supported (their words are in the passage cited), \
+                "Check: of {}, {} verified (verbatim in their passage), {} supported (their words, pair by pair, are in the passage cited), \
                  {} not found in your documents, {} with no claim to check, {} with invalid citations.",
                 crate::words::count(check.statements, "statement"),
                 check.verified,

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -28,8 +29,8 @@ pub const WRITER_NAME: &str = "qwen2.5-coder-0.5b-instruct";
 pub const WRITER_FILE: &str = "model.gguf";
 pub const WRITER_SHA256: &str = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32";
 /// Its length: checked at every load (hashing 491 MB would cost a second
-/// per `carrel ask`); the sha256 was checked when `make models` or the
-/// package installed it.
+/// per `carrel ask`); the sha256 was checked when `make models` installed
+/// it.
 pub const WRITER_BYTES: u64 = 491_400_064;
 
 /// Threads that read the prompt: both cores, since the person waits for
@@ -136,7 +137,7 @@ impl Writer {
         let len = std::fs::metadata(path)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => format!(
-                    "the answerer's model is not installed ({} is missing); run `make models`, or install the carrel-model package",
+                    "the answerer's model is not installed ({} is missing); `make models` puts it there from a source checkout",
                     path.display()
                 ),
                 _ => format!("the answerer's model at {} cannot be read: {e}", path.display()),
@@ -204,24 +205,7 @@ impl Writer {
                 tokens.len()
             ));
         }
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(CONTEXT_TOKENS))
-            .with_n_batch(CONTEXT_TOKENS)
-            .with_n_threads(WRITE_THREADS)
-            .with_n_threads_batch(PROMPT_THREADS);
-        let mut ctx = self
-            .model
-            .new_context(backend()?, params)
-            .map_err(|e| format!("llama.cpp could not make a context: {e}"))?;
-        let mut batch = LlamaBatch::new(CONTEXT_TOKENS as usize, 1);
-        let last = tokens.len() as i32 - 1;
-        for (i, t) in tokens.iter().enumerate() {
-            batch
-                .add(*t, i as i32, &[0], i as i32 == last)
-                .map_err(|e| format!("the prompt does not fit a batch: {e}"))?;
-        }
-        ctx.decode(&mut batch)
-            .map_err(|e| format!("the model could not read the prompt: {e}"))?;
+        let (mut ctx, mut batch) = self.read_prompt(&tokens)?;
         let mut sampler = LlamaSampler::chain_simple([
             LlamaSampler::penalties(self.model.n_vocab(), 64, 1.1, 0.0, 0.0),
             LlamaSampler::greedy(),
@@ -273,6 +257,32 @@ impl Writer {
             first_token_ms: first_token_ms.unwrap_or_else(|| ms(started)),
             total_ms: ms(started),
         })
+    }
+    /// A fresh context that has read `tokens`, and the batch that did,
+    /// whose last token's logits give the first word.
+    fn read_prompt(
+        &self,
+        tokens: &[llama_cpp_2::token::LlamaToken],
+    ) -> Result<(LlamaContext<'_>, LlamaBatch<'_>), String> {
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(CONTEXT_TOKENS))
+            .with_n_batch(CONTEXT_TOKENS)
+            .with_n_threads(WRITE_THREADS)
+            .with_n_threads_batch(PROMPT_THREADS);
+        let mut ctx = self
+            .model
+            .new_context(backend()?, params)
+            .map_err(|e| format!("llama.cpp could not make a context: {e}"))?;
+        let mut batch = LlamaBatch::new(CONTEXT_TOKENS as usize, 1);
+        let last = tokens.len() as i32 - 1;
+        for (i, t) in tokens.iter().enumerate() {
+            batch
+                .add(*t, i as i32, &[0], i as i32 == last)
+                .map_err(|e| format!("the prompt does not fit a batch: {e}"))?;
+        }
+        ctx.decode(&mut batch)
+            .map_err(|e| format!("the model could not read the prompt: {e}"))?;
+        Ok((ctx, batch))
     }
 }
 
