@@ -119,6 +119,25 @@ fn the_answer_streams_in_pieces_and_every_sentence_is_cited_by_carrel_or_not_fou
 }
 
 #[test]
+fn stop_before_the_first_word_is_said_as_such_not_as_an_empty_answer() {
+    let (_d, mut lib) = library();
+    let (a, seen) = ask(
+        &mut lib,
+        "How often should I feed a sourdough starter?",
+        Some(0),
+    );
+    assert!(matches!(seen[0], Seen::Context(n) if n > 0), "{seen:?}");
+    assert_eq!(
+        a.writing.as_ref().map(|w| (w.ended, w.tokens)),
+        Some((Ended::Stopped, 0))
+    );
+    match &a.outcome {
+        Outcome::Failed { reason } => assert!(reason.contains("stopped before"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn stop_ends_the_writing_at_once_and_keeps_what_was_written() {
     let (_d, mut lib) = library();
     let (a, seen) = ask(

@@ -698,8 +698,11 @@ pub fn finish(
         },
         (None, Some(Err(reason))) => Outcome::Failed { reason },
         (None, Some(Ok(d))) if d.drafts.is_empty() => Outcome::Failed {
-            reason: match d.writing.as_ref().map(|w| w.text.trim()) {
-                Some(text) if !text.is_empty() => {
+            reason: match d.writing.as_ref().map(|w| (w.ended, w.text.trim())) {
+                Some((Ended::Stopped, _)) => {
+                    "stopped before the model wrote a sentence; ask again to let it finish".into()
+                }
+                Some((_, text)) if !text.is_empty() => {
                     format!("the model wrote no sentence to check, only “{text}”")
                 }
                 Some(_) => "the model wrote nothing".into(),
