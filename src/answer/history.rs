@@ -23,7 +23,7 @@ pub struct ChatTurn {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Reply {
     Answer {
-        answer: Answer,
+        answer: Box<Answer>,
     },
     /// Asking failed (the library or a model); the sentence says why.
     Error {

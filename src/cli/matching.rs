@@ -183,7 +183,8 @@ fn print_explain(r: &crate::lanes::MatchResponse) {
         Some(k) => format!("keyword #{k:<4}"),
         None => format!("keyword {:>5}", "-"),
     };
-    let lanes: [(&str, &Vec<Candidate>, &dyn Fn(&Candidate) -> String); 2] = [
+    type Column<'a> = &'a dyn Fn(&Candidate) -> String;
+    let lanes: [(&str, &Vec<Candidate>, Column); 2] = [
         ("subject", &e.subject, &rerank),
         ("topic", &e.topic, &keyword),
     ];

@@ -20,7 +20,7 @@ enum Command {
     /// Declare a source (or change one): a Chroma collection, or a
     /// PostgreSQL table's pgvector column; its schema is read at once when
     /// the server answers
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// Check that the server answers and holds the collection
     Test { name: String },
     /// Read the collection's real metric, dimensions and payload keys
