@@ -163,12 +163,9 @@ impl Answerer {
         }
     }
 
-    /// An OpenAI-compatible model at `url`, with `CARREL_LLM_API_KEY` as its
-    /// key when set (a local server needs none).
+    /// An OpenAI-compatible model at `url` ([`LlmConfig::keyed`]).
     pub fn llm(url: &str, model: &str) -> Answerer {
-        let mut cfg = LlmConfig::new(url, model);
-        cfg.api_key = std::env::var("CARREL_LLM_API_KEY").ok();
-        Answerer::Llm(cfg)
+        Answerer::Llm(LlmConfig::keyed(url, model))
     }
 
     pub fn name(&self) -> String {

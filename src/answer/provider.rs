@@ -29,6 +29,14 @@ impl LlmConfig {
         }
     }
 
+    /// [`LlmConfig::new`] with `CARREL_LLM_API_KEY` as its key when set (a
+    /// local server needs none).
+    pub fn keyed(base_url: &str, model: &str) -> LlmConfig {
+        let mut cfg = LlmConfig::new(base_url, model);
+        cfg.api_key = std::env::var("CARREL_LLM_API_KEY").ok();
+        cfg
+    }
+
     pub fn endpoint(&self) -> String {
         format!("{}/chat/completions", self.base_url)
     }

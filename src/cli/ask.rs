@@ -39,17 +39,13 @@ pub struct Args {
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     let config = config(cli, Limits::default())?;
     let server = match (&args.llm_url, &args.llm_model) {
-        (Some(url), Some(model)) => Some(Answerer::llm(url, model)),
+        (Some(url), Some(model)) => Some(LlmConfig::keyed(url, model)),
         _ => None,
     };
     let choice = match (&server, args.answerer) {
         (Some(_), AnswererChoice::Auto) => AnswererChoice::Server,
         (_, choice) => choice,
     };
-    let server = server.and_then(|a| match a {
-        Answerer::Llm(cfg) => Some(cfg),
-        _ => None::<LlmConfig>,
-    });
     let (answerer, note) =
         Answerer::choose(choice, &config.models, server).map_err(Error::Unavailable)?;
     let stop = Arc::new(AtomicBool::new(false));
