@@ -318,6 +318,8 @@ fn already_done(out: &Path) -> Result<HashSet<String>, Box<dyn std::error::Error
     }
     Ok(std::fs::read_to_string(out)?
         .lines()
+        // A line cut off by an interrupted run names no question: that
+        // question is asked again.
         .filter_map(|l| serde_json::from_str::<Id>(l).ok())
         .map(|r| r.id)
         .collect())

@@ -4,11 +4,11 @@
 // Each page is saved as a screenshot in $CARREL_SCREENSHOTS.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
-import { openSession, removeWhenQuiet, startDriver, stopProcess } from "./harness.mjs";
+import { appLog as harnessLog, openSession, removeWhenQuiet, startDriver, stopProcess, until as harnessUntil } from "./harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../../..");
 const app = process.env.CARREL_APP_BIN;
@@ -32,22 +32,8 @@ async function shot(name) {
   await browser.saveScreenshot(join(shots, `${name}.png`));
 }
 
-/** The end of the app's log file (the app logs there, not to this process). */
-function appLog(lines = 40) {
-  try {
-    return readFileSync(join(home, "data", "app.carrel", "carrel.log"), "utf8").split("\n").slice(-lines).join("\n");
-  } catch (e) {
-    return `(no app log: ${e.message})`;
-  }
-}
-
-async function until(what, fn, timeout = 60000) {
-  try {
-    await browser.waitUntil(fn, { timeout, interval: 200 });
-  } catch {
-    throw new Error(`timed out waiting for ${what}; the app's log ends:\n${appLog()}`);
-  }
-}
+const appLog = (lines) => harnessLog(join(home, "data", "app.carrel"), lines);
+const until = (what, fn, timeout) => harnessUntil(browser, join(home, "data", "app.carrel"), what, fn, timeout);
 
 before(async () => {
   mkdirSync(shots, { recursive: true });

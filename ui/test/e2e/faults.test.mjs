@@ -10,7 +10,7 @@ import { createServer } from "node:http";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { openSession, removeWhenQuiet, startDriver, stopProcess } from "./harness.mjs";
+import { appLog as harnessLog, openSession, removeWhenQuiet, startDriver, stopProcess, until as harnessUntil } from "./harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../../..");
 const app = process.env.CARREL_APP_BIN;
@@ -37,21 +37,8 @@ async function shot(name) {
   await browser.saveScreenshot(join(shots, `${name}.png`));
 }
 
-function appLog(lines = 40) {
-  try {
-    return readFileSync(join(dataDir, "carrel.log"), "utf8").split("\n").slice(-lines).join("\n");
-  } catch (e) {
-    return `(no app log: ${e.message})`;
-  }
-}
-
-async function until(what, fn, timeout = 60000) {
-  try {
-    await browser.waitUntil(fn, { timeout, interval: 200 });
-  } catch {
-    throw new Error(`timed out waiting for ${what}; the app's log ends:\n${appLog()}`);
-  }
-}
+const appLog = (lines) => harnessLog(dataDir, lines);
+const until = (what, fn, timeout) => harnessUntil(browser, dataDir, what, fn, timeout);
 
 /**
  * A loopback OpenAI-compatible server that answers POST /v1/chat/completions

@@ -1,7 +1,8 @@
 // What the real-window test files share: starting tauri-driver and cleaning
 // up after the app. Imported, never run as a test file of its own.
 import { spawn } from "node:child_process";
-import { closeSync, openSync, rmSync } from "node:fs";
+import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { connect } from "node:net";
 import { remote } from "webdriverio";
 
@@ -84,5 +85,25 @@ export async function removeWhenQuiet(dir) {
       if (tries >= 300) throw e;
       await pause(200);
     }
+  }
+}
+
+/** The end of the app's log file in its data folder `dataDir` (the app
+ * logs there, not to the test's process). */
+export function appLog(dataDir, lines = 40) {
+  try {
+    return readFileSync(join(dataDir, "carrel.log"), "utf8").split("\n").slice(-lines).join("\n");
+  } catch (e) {
+    return `(no app log: ${e.message})`;
+  }
+}
+
+/** Waits until `fn` holds in `browser`; a timeout says what was awaited
+ * and ends with the app's log (from `dataDir`). */
+export async function until(browser, dataDir, what, fn, timeout = 60000) {
+  try {
+    await browser.waitUntil(fn, { timeout, interval: 200 });
+  } catch {
+    throw new Error(`timed out waiting for ${what}; the app's log ends:\n${appLog(dataDir)}`);
   }
 }

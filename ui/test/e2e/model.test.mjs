@@ -6,10 +6,10 @@
 // its own tauri-driver, on other ports. Run by `make e2e`.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { openSession, removeWhenQuiet, startDriver, stopProcess } from "./harness.mjs";
+import { openSession, removeWhenQuiet, startDriver, stopProcess, until as harnessUntil } from "./harness.mjs";
 
 const repo = resolve(import.meta.dirname, "../../..");
 const app = process.env.CARREL_APP_BIN;
@@ -23,21 +23,7 @@ let driver, browser;
 
 const $t = (id) => browser.$(`[data-testid="${id}"]`);
 
-function appLog(lines = 40) {
-  try {
-    return readFileSync(join(home, "data", "app.carrel", "carrel.log"), "utf8").split("\n").slice(-lines).join("\n");
-  } catch (e) {
-    return `(no app log: ${e.message})`;
-  }
-}
-
-async function until(what, fn, timeout = 60000) {
-  try {
-    await browser.waitUntil(fn, { timeout, interval: 200 });
-  } catch {
-    throw new Error(`timed out waiting for ${what}; the app's log ends:\n${appLog()}`);
-  }
-}
+const until = (what, fn, timeout) => harnessUntil(browser, join(home, "data", "app.carrel"), what, fn, timeout);
 
 before(async () => {
   mkdirSync(shots, { recursive: true });
