@@ -273,8 +273,9 @@ class HubTest(unittest.IsolatedAsyncioTestCase):
             there = next(l for l in shelf if l.get("url") == url)
             self.assertEqual((there["state"], there["identity"]["owner"]), ("ready", "Ben Okafor"))
             self.assertNotIn(self.both, json.dumps(shelf), "the token is never listed")
-            # An @kb: question reads both, each quote checked where it lives.
-            a = json.loads(run(reader, "ask", "--json", f"@kb:admirers @kb:skeptics {QUESTIONS[2]}"))
+            # An @kb: question reads both, each quote checked where it lives
+            # (quotes, not the built-in model: this is about where they come from).
+            a = json.loads(run(reader, "ask", "--json", "--answerer", "extractive", f"@kb:admirers @kb:skeptics {QUESTIONS[2]}"))
             self.assertEqual([(r["kb"], r["state"]) for r in a["route"]],
                              [("admirers", "answered"), ("skeptics", "answered")])
             self.assertEqual(a["outcome"]["check"]["verified"], a["outcome"]["check"]["statements"], a["outcome"])
@@ -313,7 +314,7 @@ class HubTest(unittest.IsolatedAsyncioTestCase):
                                  [("admirers", "answered"), ("skeptics", "unavailable")])
                 self.assertIn("could not be reached", v["route"][1]["reason"])
                 self.assertEqual({h["kb"] for _, h in hits(v["topic"])}, {"admirers"})
-            a = json.loads(run(reader, "ask", "--json", f"@kb:admirers @kb:skeptics {QUESTIONS[2]}"))
+            a = json.loads(run(reader, "ask", "--json", "--answerer", "extractive", f"@kb:admirers @kb:skeptics {QUESTIONS[2]}"))
             self.assertEqual(a["route"][1]["state"], "unavailable")
             self.assertIn("could not be reached", a["route"][1]["reason"])
             self.assertEqual({p["kb"] for p in a["context"]}, {"admirers"})
