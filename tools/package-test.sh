@@ -8,7 +8,10 @@
 #      theme are all still there (ui/test/package/upgrade.test.mjs);
 #   2. the installed CLI finds the packaged models with nothing set;
 #   3. the installed app passes the real-window journeys (the e2e suite);
-#   4. removing the package leaves the user's library where it was.
+#   4. without the model package, `carrel ask` quotes and says which package
+#      writes; with it, the CLI and the app answer in written sentences, each
+#      cited by Carrel or "not found" (ui/test/e2e/model.test.mjs);
+#   5. removing the app removes its model and leaves the user's library.
 # Screenshots of the installed app go to $CARGO_TARGET_DIR/package-screens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +19,8 @@ repo=$(pwd)
 target="${CARGO_TARGET_DIR:-target}"
 case "$target" in /*) ;; *) target="$repo/$target" ;; esac
 deb=$(ls -t "$target"/release/bundle/deb/*.deb | head -n1)
+model_deb=$(ls -t "$target"/release/bundle/model/*.deb | head -n1)
+model_pkg=$(dpkg-deb -f "$model_deb" Package)
 previous=$(./tools/package-previous.sh)
 shots="$target/package-screens"
 rm -rf "$shots" && mkdir -p "$shots"
@@ -63,12 +68,41 @@ test -f /usr/share/bash-completion/completions/carrel
 
 # 3. The installed app in a real window, finding its own models.
 chroma=$(./tools/setup-chroma.sh)
-(cd ui && env -u CARREL_MODELS CARREL_INSTALLED=1 CARREL_CHROMA="$chroma" CARREL_APP_BIN=/usr/bin/carrel-app \
+(cd ui && env -u CARREL_MODELS CARREL_INSTALLED=1 CARREL_ANSWERER=extractive CARREL_CHROMA="$chroma" CARREL_APP_BIN=/usr/bin/carrel-app \
   TAURI_DRIVER="$target/tools/bin/tauri-driver" CARREL_SCREENSHOTS="$shots" \
   timeout -k 30 900 "${xvfb[@]}" node --test --test-timeout=180000 test/e2e/app.test.mjs)
 
-# 4. Removed, the program goes and the user's library stays.
+# 4. The model package: the chat quotes without it and says what to install;
+# with it, the installed CLI and app write their answers.
+question="What is the grey liquid on top of a starter called?"
+as_user carrel ask --json "$question" > "$home/quoted.json"
+python3 - "$home/quoted.json" "$model_pkg" <<'PY' || { echo "package-test: without the model, the answer did not say which package writes" >&2; exit 1; }
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["answerer"] == "extractive", a["answerer"]
+assert any(sys.argv[2] in n for n in a["notes"]), a["notes"]
+PY
+echo "package-test: installing $model_deb"
+apt_get install "$model_deb"
+as_user carrel --version | grep -E "^answerer .*/usr/lib/Carrel/models/" \
+  || { echo "package-test: carrel did not find the packaged answerer's model" >&2; exit 1; }
+as_user carrel ask --json "$question" > "$home/written.json"
+python3 - "$home/written.json" <<'PY' || { echo "package-test: the installed model did not write a checked answer" >&2; exit 1; }
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["answerer"].startswith("local:"), a["answerer"]
+st = a["outcome"]["statements"]
+assert st and all(s["citations"] or s["check"]["status"] in ("unsupported", "no_claim") for s in st), st
+print("package-test: the installed model wrote", len(st), "sentences,", sum(1 for s in st if s["citations"]), "cited by Carrel")
+PY
+(cd ui && env -u CARREL_MODELS CARREL_APP_BIN=/usr/bin/carrel-app \
+  TAURI_DRIVER="$target/tools/bin/tauri-driver" CARREL_SCREENSHOTS="$shots" \
+  timeout -k 30 600 "${xvfb[@]}" node --test --test-timeout=300000 test/e2e/model.test.mjs)
+
+# 5. Removed, the program and its model go, and the user's library stays.
 apt_get remove carrel
 ! command -v carrel > /dev/null || { echo "package-test: carrel is still on PATH after removal" >&2; exit 1; }
+[ -z "$(dpkg-query -W -f '${Status}' "$model_pkg" 2>/dev/null | grep ' installed')" ] \
+  || { echo "package-test: $model_pkg stayed installed without Carrel" >&2; exit 1; }
 test -f "$home/.local/share/app.carrel/library/library.sqlite3" || { echo "package-test: removing the package lost the library" >&2; exit 1; }
-echo "package-test: $(version_of "$previous") upgraded to $(version_of "$deb") with the library, chat and settings kept; used in a real window; removed, the library stayed"
+echo "package-test: $(version_of "$previous") upgraded to $(version_of "$deb") with the library, chat and settings kept; used in a real window; with $model_pkg it wrote its answers; removed, the library stayed"

@@ -6,7 +6,9 @@
 #   /usr/lib/Carrel/models/   the ONNX Runtime library, all-MiniLM-L6-v2 and
 #                             carrel-ce-v2, checked against the sha256 that
 #                             `make models` recorded before they go in
-#   the desktop entry and icons, carrel(1), bash/zsh/fish completions.
+#   the desktop entry and icons, carrel(1), bash/zsh/fish completions;
+# and, beside them, the built-in answerer's model as a package of its own
+# (tools/package-model.sh), so the app's package stays small.
 # (AppImage is left out: its bundler downloads its tools at build time.)
 # Prints the paths of the packages it made.
 set -euo pipefail
@@ -77,3 +79,4 @@ PY
 
 (cd src-tauri && ../ui/node_modules/.bin/tauri build --ci --bundles deb,rpm --config "$stage/tauri.package.json" >&2)
 ls "$target"/release/bundle/deb/*.deb "$target"/release/bundle/rpm/*.rpm
+./tools/package-model.sh "$target/release/bundle/model"

@@ -10,6 +10,7 @@
 //! in the context and must still belong to the document it names.
 
 pub mod cite;
+pub mod follow_up;
 pub mod history;
 pub mod marks;
 pub mod provider;
@@ -29,10 +30,11 @@ use crate::lanes::MatchResponse;
 use crate::lanes::merge::{RouteState, RouteStep};
 use crate::mention::{self, Mention, MentionError, Mentionable, Resolution};
 use crate::models::writer::{self, Ended, Message, Role, Writer};
-use crate::models::{Fingerprints, ModelConfig};
+use crate::models::{Fingerprints, ModelConfig, ModelsFrom};
 use crate::score::{Cosine, Scale, ScorerId, ScorerKind};
 use crate::store::{ChunkRow, DocumentRow, Store};
 
+pub use follow_up::Earlier;
 pub use marks::SUPPORT_MIN_PCT;
 pub use provider::LlmConfig;
 
@@ -114,8 +116,9 @@ impl Answerer {
             AnswererChoice::Auto | AnswererChoice::Local => Ok((
                 Answerer::Extractive,
                 Some(format!(
-                    "no built-in model is installed ({} is missing; `make models` puts it there from a source checkout), so these are quotes from the passages, not a written answer",
-                    model.display()
+                    "no built-in model is installed ({} is missing; {}), so these are quotes from the passages, not a written answer",
+                    model.display(),
+                    how_to_install_writer(models.from)
                 )),
             )),
         }
@@ -173,6 +176,16 @@ impl Answerer {
             Answerer::Extractive => "extractive".into(),
             Answerer::Local { .. } => format!("local:{}", writer::WRITER_NAME),
             Answerer::Llm(cfg) => format!("llm:{} at {}", cfg.model, cfg.base_url),
+        }
+    }
+}
+
+/// Where the built-in model comes from, for the models folder in use.
+fn how_to_install_writer(from: ModelsFrom) -> String {
+    match from {
+        ModelsFrom::Installed => format!("install the package {}", writer::WRITER_PACKAGE),
+        ModelsFrom::Given | ModelsFrom::Env | ModelsFrom::DataDir => {
+            "`make models` puts it there from a source checkout".into()
         }
     }
 }
@@ -512,7 +525,7 @@ pub fn ask(
     stop: &AtomicBool,
     on: &mut dyn FnMut(Progress),
 ) -> Result<Answer> {
-    let prepared = prepare(libs, foreign, message, answerer.context_chars())?;
+    let prepared = prepare(libs, foreign, message, None, answerer.context_chars())?;
     let drafted = draft(&prepared, answerer, stop, on);
     let readers: Vec<&dyn Corpus> = libs.iter().map(|l| &**l).collect();
     finish(&readers, prepared, answerer, drafted)
@@ -541,6 +554,15 @@ pub struct Prepared {
     /// What checks the passages of libraries on other machines.
     foreign: Vec<(Kb, Box<dyn Holder>)>,
     quote: Option<verify::QuotedLine>,
+    /// The turn this question follows up on, told to the answerer.
+    earlier: Option<Earlier>,
+}
+
+impl Prepared {
+    /// The numbered passages the answerer will read.
+    pub fn context(&self) -> &[Passage] {
+        &self.context
+    }
 }
 
 /// What the answerer wrote, before it is checked.
@@ -573,29 +595,29 @@ pub fn draft(
     }
     let (question, context) = (&prepared.question, &prepared.context);
     on(Progress::Context(context));
+    let asking = prompt(question, context, prepared.earlier.as_ref());
     Some(match answerer {
         Answerer::Extractive => Ok(Drafts {
             drafts: extractive(question, context),
             writing: None,
         }),
-        Answerer::Local { model } => write_local(model, question, context, stop, on),
-        Answerer::Llm(cfg) => provider::complete(cfg, SYSTEM_PROMPT, &prompt(question, context))
-            .map(|text| {
-                let mut split = sentences::Sentences::new();
-                let mut cuts = split.push(&text);
-                cuts.extend(split.finish());
-                Drafts {
-                    drafts: hand_on(cuts, context, on),
-                    writing: None,
-                }
-            }),
+        Answerer::Local { model } => write_local(model, asking, context, stop, on),
+        Answerer::Llm(cfg) => provider::complete(cfg, SYSTEM_PROMPT, &asking).map(|text| {
+            let mut split = sentences::Sentences::new();
+            let mut cuts = split.push(&text);
+            cuts.extend(split.finish());
+            Drafts {
+                drafts: hand_on(cuts, context, on),
+                writing: None,
+            }
+        }),
     })
 }
 
 /// The built-in model's answer, streamed through `on` as it is written.
 fn write_local(
     model: &std::path::Path,
-    question: &str,
+    prompt: String,
     context: &[Passage],
     stop: &AtomicBool,
     on: &mut dyn FnMut(Progress),
@@ -603,7 +625,7 @@ fn write_local(
     let writer = Writer::load(model)?;
     let messages = [
         Message::new(Role::System, LOCAL_PROMPT),
-        Message::new(Role::User, prompt(question, context)),
+        Message::new(Role::User, prompt),
     ];
     let mut split = sentences::Sentences::new();
     let mut drafts = Vec::new();
@@ -683,6 +705,7 @@ pub fn finish(
         route,
         foreign,
         quote,
+        earlier: _,
     } = prepared;
     let writing = drafted
         .as_ref()
@@ -739,17 +762,21 @@ pub fn finish(
 /// (their numbers are never compared). Libraries on other machines
 /// (`foreign`, searched by the caller) take their turns too, for a question
 /// that mentions no document. A library that fails is in the route with
-/// why; the question fails only when every library did.
+/// why; the question fails only when every library did. A question that
+/// follows up on `earlier` is searched for with it ([`follow_up`]), and its
+/// answerer is told of it.
 pub fn prepare(
     libs: &mut [&mut dyn Corpus],
     foreign: Vec<Foreign>,
     message: &str,
+    earlier: Option<&Earlier>,
     budget: usize,
 ) -> Result<Prepared> {
     let ids: Vec<Identity> = libs.iter().map(|l| l.identity()).collect::<Result<_>>()?;
     let mentions = mentioned(libs, &ids, message)?;
     let question = mention::strip(message);
-    let mut notes = Vec::new();
+    let search = follow_up::search_text(&question, earlier);
+    let mut notes: Vec<String> = earlier.map(follow_up::note).into_iter().collect();
     let mut route = Vec::new();
     let mut per_library: Vec<Vec<Passage>> = Vec::new();
     let mut reasons: Vec<(Kb, String)> = Vec::new();
@@ -771,6 +798,7 @@ pub fn prepare(
             route,
             foreign: Vec::new(),
             quote: None,
+            earlier: None,
         });
     }
     // Each library asked gets an equal share of the budget, those on other
@@ -791,7 +819,7 @@ pub fn prepare(
             .collect();
         let got = library_context(
             &mut *libs[i],
-            &question,
+            &search,
             &mine,
             budget / mentions.len().max(1),
             share,
@@ -884,6 +912,7 @@ pub fn prepare(
         route,
         foreign: holders,
         quote,
+        earlier: earlier.cloned(),
     })
 }
 
@@ -1389,8 +1418,9 @@ const LOCAL_PROMPT: &str = "You answer questions using only the numbered passage
 Answer in a few plain sentences, in your own words or the passages' words. Do not use outside \
 knowledge. If the passages do not answer the question, say so in one sentence.";
 
-fn prompt(question: &str, context: &[Passage]) -> String {
-    let mut out = String::from("Passages:\n");
+fn prompt(question: &str, context: &[Passage], earlier: Option<&Earlier>) -> String {
+    let mut out = earlier.map(follow_up::prompt_lines).unwrap_or_default();
+    out.push_str("Passages:\n");
     for p in context {
         let place = if p.heading_path.is_empty() {
             p.title.clone()

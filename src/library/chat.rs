@@ -8,8 +8,9 @@ use std::sync::atomic::AtomicBool;
 use super::remote::Remote;
 use super::shelf::{Shelf, shelf_path};
 use super::{Library, LibraryConfig};
+use crate::answer::follow_up;
 use crate::answer::history::{self, ChatTurn, HISTORY_TURNS};
-use crate::answer::{self, Answer, Answerer, Corpus, Progress};
+use crate::answer::{self, Answer, Answerer, Corpus, Earlier, Progress};
 use crate::error::{Error, Result};
 use crate::lanes::MatchResponse;
 use crate::models::ModelConfig;
@@ -63,6 +64,25 @@ impl Library {
         }
     }
 
+    /// The last turn kept, as a question asked next follows up on it; none
+    /// when the chat is empty or its last turn answered nothing.
+    pub fn earlier_turn(&self) -> Result<Option<Earlier>> {
+        let last = self
+            .store
+            .turns(1)?
+            .into_iter()
+            .next()
+            .map(ChatTurn::from_stored);
+        Ok(match last {
+            Some(ChatTurn {
+                message,
+                reply: history::Reply::Answer { answer },
+                ..
+            }) => Earlier::of(&message, &answer),
+            _ => None,
+        })
+    }
+
     /// The newest [`HISTORY_TURNS`] turns, oldest first.
     pub fn chat_history(&self) -> Result<Vec<ChatTurn>> {
         Ok(self
@@ -80,7 +100,9 @@ impl Library {
 }
 
 /// Asks a library that others share (the app's, behind a lock) and keeps
-/// the turn. The library is held to build the context and to check the
+/// the turn; a question that leans on the turn kept before it follows up
+/// on it ([`follow_up::following`]). The
+/// library is held to build the context and to check the
 /// answer, never while an LLM writes it (up to two minutes), so the list,
 /// the documents and the match panel stay live meanwhile. The turn is kept
 /// either way, an error being part of the conversation: an answer that
@@ -98,26 +120,11 @@ pub fn ask_shared(
     // The libraries a question names are opened, and those on other hubs
     // searched, with this library let go: no one waits on them.
     let home = lock().config.clone();
-    let scoped = scoped(&home, message);
-    let asked = scoped.and_then(|scope| match scope {
-        None => {
-            let budget = answerer.context_chars();
-            let prepared = answer::prepare(&mut [&mut *lock()], Vec::new(), message, budget)?;
-            let drafted = answer::draft(&prepared, answerer, stop, on);
-            answer::finish(&[&*lock()], prepared, answerer, drafted)
-        }
-        Some(mut scope) => {
-            // Libraries opened for this question alone: no one waits on them.
-            let prepared = answer::prepare(
-                &mut readers(&mut scope.here),
-                scope.there,
-                message,
-                answerer.context_chars(),
-            )?;
-            let drafted = answer::draft(&prepared, answerer, stop, on);
-            let libs: Vec<&dyn Corpus> = scope.here.iter().map(|l| l as &dyn Corpus).collect();
-            answer::finish(&libs, prepared, answerer, drafted)
-        }
+    let earlier = lock().earlier_turn();
+    let asked = earlier.and_then(|earlier| {
+        let earlier = follow_up::following(&crate::mention::strip(message), earlier.as_ref());
+        let asked_as = follow_up::with_mentions(message, earlier);
+        ask_held(lib, &home, &asked_as, earlier, answerer, stop, on)
     });
     let mut l = lock();
     match &asked {
@@ -131,6 +138,41 @@ pub fn ask_shared(
         }
     }
     asked
+}
+
+/// [`ask_shared`]'s asking, the library held only while it is read.
+fn ask_held(
+    lib: &Mutex<Library>,
+    home: &LibraryConfig,
+    message: &str,
+    earlier: Option<&Earlier>,
+    answerer: &Answerer,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Progress),
+) -> Result<Answer> {
+    let lock = || crate::fault::lock(lib);
+    let budget = answerer.context_chars();
+    match scoped(home, message)? {
+        None => {
+            let prepared =
+                answer::prepare(&mut [&mut *lock()], Vec::new(), message, earlier, budget)?;
+            let drafted = answer::draft(&prepared, answerer, stop, on);
+            answer::finish(&[&*lock()], prepared, answerer, drafted)
+        }
+        Some(mut scope) => {
+            // Libraries opened for this question alone: no one waits on them.
+            let prepared = answer::prepare(
+                &mut readers(&mut scope.here),
+                scope.there,
+                message,
+                earlier,
+                budget,
+            )?;
+            let drafted = answer::draft(&prepared, answerer, stop, on);
+            let libs: Vec<&dyn Corpus> = scope.here.iter().map(|l| l as &dyn Corpus).collect();
+            answer::finish(&libs, prepared, answerer, drafted)
+        }
+    }
 }
 
 /// A grounded answer from the library `home` configures, or from the

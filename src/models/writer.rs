@@ -25,6 +25,9 @@ use serde::{Deserialize, Serialize};
 
 /// The folder `make models` installs the model into, under the models dir.
 pub const WRITER_NAME: &str = "qwen2.5-coder-0.5b-instruct";
+/// The Debian package that installs it beside an installed Carrel's other
+/// models (`tools/package-model.sh` names it `carrel-model-` + the folder).
+pub const WRITER_PACKAGE: &str = "carrel-model-qwen2.5-coder-0.5b-instruct";
 /// Its file, as `tools/fetch-writer.sh` assembles and checks it.
 pub const WRITER_FILE: &str = "model.gguf";
 pub const WRITER_SHA256: &str = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32";
