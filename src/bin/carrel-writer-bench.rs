@@ -49,6 +49,9 @@ struct Query {
     kind: String,
 }
 
+/// Passes over the questions the idle panel is timed on.
+const PANEL_PASSES: usize = 5;
+
 /// One context size's medians.
 #[derive(Serialize)]
 struct Row {
@@ -220,8 +223,17 @@ fn panel_latency(
     questions: &[String],
     keep: usize,
 ) -> Result<(Vec<f64>, Vec<f64>), Box<dyn std::error::Error>> {
-    let mut idle = Vec::new();
+    // Warm, as the panel is after the first question: one pass unmeasured,
+    // then the same questions in the same turn as while the model writes.
     for q in questions {
+        panel.match_query(q, 10)?;
+    }
+    let mut idle = Vec::new();
+    for q in questions
+        .iter()
+        .cycle()
+        .take(questions.len() * PANEL_PASSES)
+    {
         let t = Instant::now();
         panel.match_query(q, 10)?;
         idle.push(ms(t));
