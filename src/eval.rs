@@ -962,6 +962,25 @@ impl Tally {
     }
 }
 
+/// The library of a labelled set's documents (its `corpus/`) at `dir`,
+/// filled once, when empty; with the corpus folder, which the set's
+/// document ids are relative to. The measuring commands share one
+/// (`make answers`, `make follow-ups`, `make bench-writer`).
+pub fn set_library(set: &Path, dir: &Path, models: Option<PathBuf>) -> Result<(Library, PathBuf)> {
+    let models = crate::models::ModelConfig::new(match models {
+        Some(dir) => dir,
+        None => crate::models::ModelConfig::default_dir()?,
+    });
+    let corpus = std::path::absolute(set.join("corpus")).map_err(|e| Error::io(set, e))?;
+    let mut lib = Library::open(LibraryConfig::new(dir.to_path_buf(), models))?;
+    if lib.list()?.is_empty() {
+        eprintln!("adding {} (once)", corpus.display());
+        let report = lib.add(&[corpus.display().to_string()], &mut |_| {})?;
+        eprintln!("added {}, {} failed", report.added, report.failed.len());
+    }
+    Ok((lib, corpus))
+}
+
 /// A fresh temporary folder for an evaluation library.
 pub fn scratch_dir() -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!(

@@ -20,10 +20,9 @@ use clap::Parser;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use carrel::answer::{Answerer, AnswererChoice, Check, Outcome, Progress, cite, marks};
+use carrel::Library;
+use carrel::answer::{Answerer, AnswererChoice, Check, Corpus, Outcome, Progress, cite, marks};
 use carrel::lanes::terms::stems;
-use carrel::models::ModelConfig;
-use carrel::{Library, LibraryConfig};
 
 #[derive(Parser)]
 struct Args {
@@ -115,20 +114,11 @@ struct Measures {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     carrel::extract::worker::serve_if_asked();
     let args = Args::parse();
-    let models = ModelConfig::new(match &args.models {
-        Some(dir) => dir.clone(),
-        None => ModelConfig::default_dir()?,
-    });
-    let (answerer, note) = Answerer::choose(AnswererChoice::Local, &models, None)?;
+    let (mut lib, corpus) =
+        carrel::eval::set_library(&args.set, &args.library, args.models.clone())?;
+    let (answerer, note) = Answerer::choose(AnswererChoice::Local, lib.models(), None)?;
     if let Some(note) = note {
         return Err(note.into());
-    }
-    let corpus = std::path::absolute(args.set.join("corpus"))?;
-    let mut lib = Library::open(LibraryConfig::new(args.library.clone(), models))?;
-    if lib.list()?.is_empty() {
-        eprintln!("adding {} (once)", corpus.display());
-        let report = lib.add(&[corpus.display().to_string()], &mut |_| {})?;
-        eprintln!("added {}, {} failed", report.added, report.failed.len());
     }
     let done = already_done(&args.out)?;
     let relevant = read_qrels(&args.set.join("qrels.tsv"))?;

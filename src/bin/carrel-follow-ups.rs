@@ -15,9 +15,8 @@ use clap::Parser;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use carrel::Library;
 use carrel::answer::{self, Corpus, Earlier, LOCAL_CONTEXT_CHARS, Passage, follow_up};
-use carrel::models::ModelConfig;
-use carrel::{Library, LibraryConfig};
 
 #[derive(Parser)]
 struct Args {
@@ -82,17 +81,7 @@ impl Tally {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     carrel::extract::worker::serve_if_asked();
     let args = Args::parse();
-    let models = ModelConfig::new(match &args.models {
-        Some(dir) => dir.clone(),
-        None => ModelConfig::default_dir()?,
-    });
-    let corpus = std::path::absolute(args.set.join("corpus"))?;
-    let mut lib = Library::open(LibraryConfig::new(args.library.clone(), models))?;
-    if lib.list()?.is_empty() {
-        eprintln!("adding {} (once)", corpus.display());
-        let report = lib.add(&[corpus.display().to_string()], &mut |_| {})?;
-        eprintln!("added {}, {} failed", report.added, report.failed.len());
-    }
+    let (mut lib, corpus) = carrel::eval::set_library(&args.set, &args.library, args.models)?;
     let conversations: Vec<Conversation> = std::fs::read_to_string(&args.conversations)?
         .lines()
         .filter(|l| !l.trim().is_empty())

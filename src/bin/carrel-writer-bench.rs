@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use carrel::answer::{self, Answerer, AnswererChoice, Corpus, Progress};
-use carrel::models::ModelConfig;
 use carrel::{Library, LibraryConfig};
 
 #[derive(Parser)]
@@ -85,21 +84,12 @@ struct Timed {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     carrel::extract::worker::serve_if_asked();
     let args = Args::parse();
-    let models = ModelConfig::new(match &args.models {
-        Some(dir) => dir.clone(),
-        None => ModelConfig::default_dir()?,
-    });
-    let (answerer, note) = Answerer::choose(AnswererChoice::Local, &models, None)?;
+    let (mut lib, _) = carrel::eval::set_library(&args.set, &args.library, args.models.clone())?;
+    let (answerer, note) = Answerer::choose(AnswererChoice::Local, lib.models(), None)?;
     if let Some(note) = note {
         return Err(note.into());
     }
-    let config = LibraryConfig::new(args.library.clone(), models);
-    let mut lib = Library::open(config.clone())?;
-    if lib.list()?.is_empty() {
-        let corpus = std::path::absolute(args.set.join("corpus"))?;
-        eprintln!("adding {} (once)", corpus.display());
-        lib.add(&[corpus.display().to_string()], &mut |_| {})?;
-    }
+    let config = LibraryConfig::new(args.library.clone(), lib.models().clone());
     let questions = questions(&args.set, args.questions)?;
     let mut rows = Vec::new();
     // About 1, 2 and 4 of the library's ~470-character passages; the last

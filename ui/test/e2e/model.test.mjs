@@ -3,7 +3,8 @@
 // passages they read, and each finished sentence carries Carrel's citation
 // or "not found in your documents". The app runs with CARREL_ANSWERER=local
 // (`make e2e` sets extractive for the other journeys), so this file runs
-// its own tauri-driver, on other ports. Run by `make e2e`.
+// its own tauri-driver, on other ports. Run by `make e2e`. While it writes,
+// the match panel answers what is typed next.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { cpSync, mkdirSync, mkdtempSync } from "node:fs";
@@ -91,4 +92,22 @@ test("the built-in model's answer appears as it is written, after its passages, 
     else if (check === "unsupported") assert.ok(notFound && !cited, said);
     else assert.equal(check, "no_claim", said);
   }
+});
+
+test("while the model writes, the match panel answers what is typed next", async () => {
+  const box = await $t("composer");
+  await box.click();
+  await box.addValue("How should I feed a sourdough starter?");
+  await (await $t("send")).click();
+  const writing = async () => (await browser.$$('[data-testid="answer-writing"]')).length > 0;
+  await until("the answer being written", writing, 60000);
+  // The library is not held while the model writes: what is typed next is
+  // matched at once, the answer still being written beside it.
+  await box.click();
+  await box.addValue("hooch on a starter");
+  await until("the panel on what was typed", async () => /“hooch on a starter”/.test(await (await $t("match-query")).getText()), 60000);
+  const stillWriting = await writing();
+  await browser.saveScreenshot(join(shots, "m02-panel-while-the-model-writes.png"));
+  assert.ok(stillWriting, "the match panel answered only after the model had finished");
+  await until("the answer written", async () => !(await writing()), 180000);
 });
