@@ -69,7 +69,8 @@ struct Figures {
     panel_idle_p50_ms: f64,
     panel_writing_p50_ms: f64,
     panel_asks_while_writing: usize,
-    peak_rss_mb: f64,
+    /// None where the kernel does not say (no /proc/self/status).
+    peak_rss_mb: Option<f64>,
 }
 
 /// One answer as the user waited for it.
@@ -275,12 +276,15 @@ fn print_table(f: &Figures) {
         );
     }
     println!(
-        "match panel p50: {:.1} ms idle, {:.1} ms while the model writes ({:.2}×, {} asks); peak RSS {:.0} MB",
+        "match panel p50: {:.1} ms idle, {:.1} ms while the model writes ({:.2}×, {} asks); peak RSS {}",
         f.panel_idle_p50_ms,
         f.panel_writing_p50_ms,
         f.panel_writing_p50_ms / f.panel_idle_p50_ms.max(1e-9),
         f.panel_asks_while_writing,
         f.peak_rss_mb
+            .map_or("unknown (no /proc/self/status)".into(), |mb| format!(
+                "{mb:.0} MB"
+            ))
     );
 }
 
@@ -297,7 +301,7 @@ fn ms(since: Instant) -> f64 {
 }
 
 /// The process's resident high-water mark (VmHWM), MB.
-fn peak_rss_mb() -> f64 {
+fn peak_rss_mb() -> Option<f64> {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -305,5 +309,5 @@ fn peak_rss_mb() -> f64 {
                 .find_map(|l| l.strip_prefix("VmHWM:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         })
-        .map_or(0.0, |kb| kb / 1024.0)
+        .map(|kb| kb / 1024.0)
 }
