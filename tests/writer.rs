@@ -214,3 +214,30 @@ fn a_missing_or_wrong_model_file_is_a_sentence_that_says_what_to_do() {
         a.outcome
     );
 }
+
+#[test]
+fn instructions_read_once_and_restored_give_the_answer_read_in_full() {
+    use carrel::models::writer::{Message, Role, Writer};
+    let w = Writer::load(&writer::writer_path(&models_dir())).unwrap();
+    // Instructions no other test gives, so the first answer must read them.
+    let messages = [
+        Message::new(
+            Role::System,
+            "You answer in one short sentence, using only the passage you are given. (restore test)",
+        ),
+        Message::new(
+            Role::User,
+            "Passages:\n[1] (Bread)\nA sourdough starter is fed flour and water once a day.\n\nQuestion: How often is a starter fed?\n",
+        ),
+    ];
+    let never = AtomicBool::new(false);
+    let first = w.write(&messages, &never, &mut |_| {}).unwrap();
+    let second = w.write(&messages, &never, &mut |_| {}).unwrap();
+    assert_eq!(first.restored_tokens, 0, "{first:?}");
+    assert!(
+        second.restored_tokens > 10 && second.restored_tokens < second.prompt_tokens,
+        "{second:?}"
+    );
+    assert_eq!(first.text, second.text);
+    assert!(!first.text.trim().is_empty(), "{first:?}");
+}

@@ -1422,10 +1422,11 @@ fn prompt(question: &str, context: &[Passage], earlier: Option<&Earlier>) -> Str
     let mut out = earlier.map(follow_up::prompt_lines).unwrap_or_default();
     out.push_str("Passages:\n");
     for p in context {
-        let place = if p.heading_path.is_empty() {
-            p.title.clone()
-        } else {
-            p.heading_path.join(" › ")
+        // The title once, then the heading path when it says more: every
+        // token here is read before the first word (100 tokens/s on 2 cores).
+        let place = match p.heading_path.join(" › ") {
+            path if path.is_empty() || path == p.title => String::new(),
+            path => format!("; {path}"),
         };
         let from = match (&p.kb, &p.owner) {
             (Some(kb), Some(owner)) => format!("; library {kb}, kept by {owner}"),
@@ -1433,8 +1434,8 @@ fn prompt(question: &str, context: &[Passage], earlier: Option<&Earlier>) -> Str
             _ => String::new(),
         };
         out.push_str(&format!(
-            "[{}] ({}; {}{from})\n{}\n\n",
-            p.n, p.title, place, p.text
+            "[{}] ({}{place}{from})\n{}\n\n",
+            p.n, p.title, p.text
         ));
     }
     let q = if question.is_empty() {

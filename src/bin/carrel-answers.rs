@@ -10,6 +10,11 @@
 //! not it is stopped after them, so writing stops after `--sentences`
 //! sentences: the population is the sentences a reader sees first. The
 //! run is resumable: questions already in `--out` are skipped.
+//!
+//! Each question is put to every answerer of `--answerers` in the same
+//! run (the built-in model and the extractive one by default), so that
+//! their figures come from one library, one build and one set of
+//! questions.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::Write;
@@ -43,6 +48,9 @@ struct Args {
     /// Sentences kept per answer
     #[arg(long, default_value_t = 3)]
     sentences: usize,
+    /// The answerers asked, each in its own record
+    #[arg(long, value_delimiter = ',', default_values = ["local", "extractive"])]
+    answerers: Vec<AnswererChoice>,
     /// Models folder (default: where `make models` puts them)
     #[arg(long, env = "CARREL_MODELS")]
     models: Option<PathBuf>,
@@ -59,6 +67,8 @@ struct Query {
 #[derive(Serialize)]
 struct Record {
     id: String,
+    /// The answerer's name (`Answerer::name`).
+    answerer: String,
     kind: String,
     question: String,
     /// The set's relevant documents (ids under corpus/).
@@ -116,10 +126,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let (mut lib, corpus) =
         carrel::eval::set_library(&args.set, &args.library, args.models.clone())?;
-    let (answerer, note) = Answerer::choose(AnswererChoice::Local, lib.models(), None)?;
-    if let Some(note) = note {
-        return Err(note.into());
-    }
+    let answerers = args
+        .answerers
+        .iter()
+        .map(|&choice| match Answerer::choose(choice, lib.models(), None)? {
+            (_, Some(note)) => Err(note),
+            (answerer, None) => Ok(answerer),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let done = already_done(&args.out)?;
     let relevant = read_qrels(&args.set.join("qrels.tsv"))?;
     let asked = chosen(&args.set, args.questions, args.noise)?;
@@ -129,30 +143,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .open(&args.out)?;
     let total = asked.len();
     for (i, q) in asked.into_iter().enumerate() {
-        if done.contains(&q.id) {
-            continue;
+        for answerer in &answerers {
+            if done.contains(&(q.id.clone(), answerer.name())) {
+                continue;
+            }
+            let question = format!("Explain {}.", q.text.trim_end_matches('.'));
+            let rel = relevant.get(&q.id).cloned().unwrap_or_default();
+            let record = ask(
+                &mut lib,
+                answerer,
+                &q,
+                question,
+                rel,
+                &corpus,
+                args.sentences,
+            )?;
+            eprintln!(
+                "{}/{total} {} {} {}: {} sentences, first token {:.1} s",
+                i + 1,
+                q.id,
+                record.answerer,
+                record.outcome,
+                record.sentences.len(),
+                record.first_token_ms.unwrap_or(0.0) / 1000.0
+            );
+            writeln!(out, "{}", serde_json::to_string(&record)?)?;
+            out.flush()?;
         }
-        let question = format!("Explain {}.", q.text.trim_end_matches('.'));
-        let rel = relevant.get(&q.id).cloned().unwrap_or_default();
-        let record = ask(
-            &mut lib,
-            &answerer,
-            &q,
-            question,
-            rel,
-            &corpus,
-            args.sentences,
-        )?;
-        eprintln!(
-            "{}/{total} {} {}: {} sentences, first token {:.1} s",
-            i + 1,
-            q.id,
-            record.outcome,
-            record.sentences.len(),
-            record.first_token_ms.unwrap_or(0.0) / 1000.0
-        );
-        writeln!(out, "{}", serde_json::to_string(&record)?)?;
-        out.flush()?;
     }
     Ok(())
 }
@@ -214,6 +231,7 @@ fn ask(
     let w = answer.writing.as_ref();
     Ok(Record {
         id: q.id.clone(),
+        answerer: answerer.name(),
         kind: q.kind.clone(),
         question,
         relevant,
@@ -298,10 +316,17 @@ fn read_qrels(path: &Path) -> Result<HashMap<String, Vec<String>>, Box<dyn std::
     Ok(out)
 }
 
-fn already_done(out: &Path) -> Result<HashSet<String>, Box<dyn std::error::Error>> {
+/// The (question, answerer) pairs already in `out`. A record written
+/// before answerers were named is the built-in model's.
+fn already_done(out: &Path) -> Result<HashSet<(String, String)>, Box<dyn std::error::Error>> {
     #[derive(Deserialize)]
     struct Id {
         id: String,
+        #[serde(default = "built_in")]
+        answerer: String,
+    }
+    fn built_in() -> String {
+        format!("local:{}", carrel::models::writer::WRITER_NAME)
     }
     if !out.exists() {
         return Ok(HashSet::new());
@@ -311,6 +336,6 @@ fn already_done(out: &Path) -> Result<HashSet<String>, Box<dyn std::error::Error
         // A line cut off by an interrupted run names no question: that
         // question is asked again.
         .filter_map(|l| serde_json::from_str::<Id>(l).ok())
-        .map(|r| r.id)
+        .map(|r| (r.id, r.answerer))
         .collect())
 }

@@ -5,6 +5,9 @@
 //!
 //! One model per process, loaded on first use and kept: loading maps the
 //! file (about 1 s cold) and every answer after that only builds a context.
+//! The instructions every answer begins with are read once: the model's
+//! state after them is kept and restored into each new context, so a
+//! question costs only its own tokens before the first word.
 //! Writing stops at once when its stop flag is set, keeping what was
 //! written.
 
@@ -21,6 +24,8 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::{LlamaStateSeqFlags, SeqState};
 use serde::{Deserialize, Serialize};
 
 /// The folder `make models` installs the model into, under the models dir.
@@ -99,6 +104,9 @@ pub struct Written {
     pub text: String,
     pub ended: Ended,
     pub prompt_tokens: usize,
+    /// Of those, the tokens not read for this answer: the instructions'
+    /// state, kept from an earlier answer, was restored.
+    pub restored_tokens: usize,
     pub tokens: usize,
     /// From the call to the first written token (prompt read included).
     pub first_token_ms: f64,
@@ -110,6 +118,20 @@ pub struct Writer {
     model: LlamaModel,
     template: LlamaChatTemplate,
     path: PathBuf,
+    /// The last instructions read, and the model's state after each:
+    /// at most [`KEPT_INSTRUCTIONS`], the oldest dropped first.
+    instructions: Mutex<Vec<ReadAlready>>,
+}
+
+/// How many sets of instructions keep their state (about 1.5 MB each).
+/// Carrel gives one; room for a few keeps one caller's from pushing out
+/// another's.
+const KEPT_INSTRUCTIONS: usize = 4;
+
+/// A prompt's beginning that the model has read, kept to be restored.
+struct ReadAlready {
+    tokens: Vec<LlamaToken>,
+    state: SeqState,
 }
 
 /// llama.cpp's backend: once per process, and never dropped.
@@ -161,6 +183,7 @@ impl Writer {
             model,
             template,
             path: path.to_path_buf(),
+            instructions: Mutex::new(Vec::new()),
         });
         *loaded = Some(w.clone());
         Ok(w)
@@ -208,7 +231,8 @@ impl Writer {
                 tokens.len()
             ));
         }
-        let (mut ctx, mut batch) = self.read_prompt(&tokens)?;
+        let instructions = self.instruction_tokens(messages)?;
+        let (mut ctx, mut batch, restored_tokens) = self.read_prompt(&tokens, &instructions)?;
         let mut sampler = LlamaSampler::chain_simple([
             LlamaSampler::penalties(self.model.n_vocab(), 64, 1.1, 0.0, 0.0),
             LlamaSampler::greedy(),
@@ -256,17 +280,41 @@ impl Writer {
             text,
             ended,
             prompt_tokens: tokens.len(),
+            restored_tokens,
             tokens: written,
             first_token_ms: first_token_ms.unwrap_or_else(|| ms(started)),
             total_ms: ms(started),
         })
     }
-    /// A fresh context that has read `tokens`, and the batch that did,
-    /// whose last token's logits give the first word.
+    /// The tokens of the system messages that open `messages`, as they
+    /// begin the rendered prompt; empty when there are none.
+    fn instruction_tokens(&self, messages: &[Message]) -> Result<Vec<LlamaToken>, String> {
+        let n = messages.iter().take_while(|m| m.role == Role::System).count();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let chat = messages[..n]
+            .iter()
+            .map(|m| LlamaChatMessage::new(m.role.as_str().into(), m.content.clone()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("a message cannot go to the model: {e}"))?;
+        let text = self
+            .model
+            .apply_chat_template(&self.template, &chat, false)
+            .map_err(|e| format!("the model's chat template failed: {e}"))?;
+        Ok(self.model.vocab().tokenize(text.as_bytes(), false, true))
+    }
+
+    /// A fresh context that has read `tokens`, the batch that read the
+    /// last of them, whose logits give the first word, and how many of
+    /// them were restored rather than read. When `tokens` begin with
+    /// `instructions`, the state after the instructions is restored if it
+    /// was kept, and kept if it was not.
     fn read_prompt(
         &self,
-        tokens: &[llama_cpp_2::token::LlamaToken],
-    ) -> Result<(LlamaContext<'_>, LlamaBatch<'_>), String> {
+        tokens: &[LlamaToken],
+        instructions: &[LlamaToken],
+    ) -> Result<(LlamaContext<'_>, LlamaBatch<'_>, usize), String> {
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(CONTEXT_TOKENS))
             .with_n_batch(CONTEXT_TOKENS)
@@ -277,16 +325,77 @@ impl Writer {
             .new_context(backend()?, params)
             .map_err(|e| format!("llama.cpp could not make a context: {e}"))?;
         let mut batch = LlamaBatch::new(CONTEXT_TOKENS as usize, 1);
-        let last = tokens.len() as i32 - 1;
-        for (i, t) in tokens.iter().enumerate() {
-            batch
-                .add(*t, i as i32, &[0], i as i32 == last)
-                .map_err(|e| format!("the prompt does not fit a batch: {e}"))?;
-        }
-        ctx.decode(&mut batch)
-            .map_err(|e| format!("the model could not read the prompt: {e}"))?;
-        Ok((ctx, batch))
+        let shared = !instructions.is_empty()
+            && instructions.len() < tokens.len()
+            && tokens.starts_with(instructions);
+        let (restored, read) = match shared {
+            false => (0, 0),
+            true if self.restore(&mut ctx, instructions) => (instructions.len(), instructions.len()),
+            true => {
+                self.read_and_keep(&mut ctx, &mut batch, instructions)?;
+                (0, instructions.len())
+            }
+        };
+        read_tokens(&mut ctx, &mut batch, tokens, read, true)?;
+        Ok((ctx, batch, restored))
     }
+
+    /// Whether the state after `instructions` was kept and is now in `ctx`.
+    fn restore(&self, ctx: &mut LlamaContext<'_>, instructions: &[LlamaToken]) -> bool {
+        let kept = crate::fault::lock(&self.instructions);
+        match kept.iter().find(|k| k.tokens == instructions) {
+            Some(k) if ctx.state_seq_set(&k.state, 0).is_ok() => true,
+            Some(_) => {
+                // A state that does not fit is read anew, from nothing.
+                ctx.clear_kv_cache();
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Reads `instructions` into `ctx` and keeps the state after them.
+    fn read_and_keep(
+        &self,
+        ctx: &mut LlamaContext<'_>,
+        batch: &mut LlamaBatch<'_>,
+        instructions: &[LlamaToken],
+    ) -> Result<(), String> {
+        read_tokens(ctx, batch, instructions, 0, false)?;
+        // A state llama.cpp cannot give is not kept: the next answer reads
+        // the instructions again.
+        if let Ok(state) = ctx.state_seq_get(0, LlamaStateSeqFlags::empty()) {
+            let mut kept = crate::fault::lock(&self.instructions);
+            kept.retain(|k| k.tokens != instructions);
+            if kept.len() == KEPT_INSTRUCTIONS {
+                kept.remove(0);
+            }
+            kept.push(ReadAlready {
+                tokens: instructions.to_vec(),
+                state,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Reads `tokens[from..]` at their positions in one batch; with `last`,
+/// the last token's logits are kept for the first word.
+fn read_tokens(
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch<'_>,
+    tokens: &[LlamaToken],
+    from: usize,
+    last: bool,
+) -> Result<(), String> {
+    batch.clear();
+    for (i, t) in tokens.iter().enumerate().skip(from) {
+        batch
+            .add(*t, i as i32, &[0], last && i + 1 == tokens.len())
+            .map_err(|e| format!("the prompt does not fit a batch: {e}"))?;
+    }
+    ctx.decode(batch)
+        .map_err(|e| format!("the model could not read the prompt: {e}"))
 }
 
 fn ms(since: Instant) -> f64 {
