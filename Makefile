@@ -33,12 +33,15 @@ run: models app
 ## source tests start a real Chroma server (tools/setup-chroma.sh) and a real
 ## PostgreSQL with pgvector (tools/setup-pgvector.sh).
 ## The UI in chromium with mocked IPC; then the real window end to end.
+## The multilingual embedder's conversion is checked against its source
+## weights on 60 English and Russian sentences (tools/e5/check.py).
 test: models desktop-deps ui lint
 	./tools/setup-chroma.sh > /dev/null
 	./tools/setup-pgvector.sh > /dev/null
 	CARREL_CHROMA=$$(./tools/setup-chroma.sh) CARREL_PGVECTOR=$$(./tools/setup-pgvector.sh) \
 	  $(CARGO) test --all-targets --no-fail-fast
 	$(CARGO) test --doc
+	$(CARREL_MODELS)/.venv-e5/bin/python tools/e5/check.py --small
 	./tools/mcp-client-test.sh
 	$(MAKE) ui-test e2e
 	$(MAKE) eval
@@ -159,6 +162,7 @@ follow-ups: models
 models:
 	./tools/fetch-models.sh
 	./tools/fetch-writer.sh
+	./tools/fetch-e5.sh
 
 ## Figures for the README: real documents fetched by package name.
 bench: models
