@@ -40,17 +40,17 @@ def records(answers_path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def read_labels(labels_path):
+    """Each labelled sentence by (question id, sentence index)."""
+    return {(r["id"], r["i"]): r for r in records(labels_path)}
+
+
 def held_out(qid):
     return hashlib.sha256(qid.encode()).digest()[0] % 2 == 1
 
 
 def load(answers_path, labels_path):
-    labels = {}
-    with open(labels_path) as f:
-        for line in f:
-            if line.strip():
-                r = json.loads(line)
-                labels[(r["id"], r["i"])] = r
+    labels = read_labels(labels_path)
     rows = []
     for rec in records(answers_path):
         if answerer(rec) != BUILT_IN:
@@ -128,12 +128,7 @@ def by_answerer(answers_path, labels_path, line):
     many carry a citation and how many of those point to a relevant
     document, how many say "not found"; and on the noise questions, how
     many sentences and citations it showed (the goal is none)."""
-    labels = {}
-    with open(labels_path) as f:
-        for l in f:
-            if l.strip():
-                r = json.loads(l)
-                labels[(r["id"], r["i"])] = r
+    labels = read_labels(labels_path)
     table = {}
     for rec in records(answers_path):
         half = "noise" if rec["kind"] == "noise" else (
