@@ -129,10 +129,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let answerers = args
         .answerers
         .iter()
-        .map(|&choice| match Answerer::choose(choice, lib.models(), None)? {
-            (_, Some(note)) => Err(note),
-            (answerer, None) => Ok(answerer),
-        })
+        .map(
+            |&choice| match Answerer::choose(choice, lib.models(), None)? {
+                (_, Some(note)) => Err(note),
+                (answerer, None) => Ok(answerer),
+            },
+        )
         .collect::<Result<Vec<_>, _>>()?;
     let done = already_done(&args.out)?;
     let relevant = read_qrels(&args.set.join("qrels.tsv"))?;

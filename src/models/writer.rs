@@ -289,7 +289,10 @@ impl Writer {
     /// The tokens of the system messages that open `messages`, as they
     /// begin the rendered prompt; empty when there are none.
     fn instruction_tokens(&self, messages: &[Message]) -> Result<Vec<LlamaToken>, String> {
-        let n = messages.iter().take_while(|m| m.role == Role::System).count();
+        let n = messages
+            .iter()
+            .take_while(|m| m.role == Role::System)
+            .count();
         if n == 0 {
             return Ok(Vec::new());
         }
@@ -330,7 +333,9 @@ impl Writer {
             && tokens.starts_with(instructions);
         let (restored, read) = match shared {
             false => (0, 0),
-            true if self.restore(&mut ctx, instructions) => (instructions.len(), instructions.len()),
+            true if self.restore(&mut ctx, instructions) => {
+                (instructions.len(), instructions.len())
+            }
             true => {
                 self.read_and_keep(&mut ctx, &mut batch, instructions)?;
                 (0, instructions.len())
