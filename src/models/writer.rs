@@ -192,13 +192,19 @@ impl Writer {
     /// The conversation in the model's own chat template, ready for the
     /// assistant's turn.
     pub fn render(&self, messages: &[Message]) -> Result<String, String> {
+        self.templated(messages, true)
+    }
+
+    /// `messages` in the model's chat template; with `reply`, opening the
+    /// assistant's turn.
+    fn templated(&self, messages: &[Message], reply: bool) -> Result<String, String> {
         let chat = messages
             .iter()
             .map(|m| LlamaChatMessage::new(m.role.as_str().into(), m.content.clone()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("a message cannot go to the model: {e}"))?;
         self.model
-            .apply_chat_template(&self.template, &chat, true)
+            .apply_chat_template(&self.template, &chat, reply)
             .map_err(|e| format!("the model's chat template failed: {e}"))
     }
 
@@ -296,15 +302,7 @@ impl Writer {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let chat = messages[..n]
-            .iter()
-            .map(|m| LlamaChatMessage::new(m.role.as_str().into(), m.content.clone()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("a message cannot go to the model: {e}"))?;
-        let text = self
-            .model
-            .apply_chat_template(&self.template, &chat, false)
-            .map_err(|e| format!("the model's chat template failed: {e}"))?;
+        let text = self.templated(&messages[..n], false)?;
         Ok(self.model.vocab().tokenize(text.as_bytes(), false, true))
     }
 
