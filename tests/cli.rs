@@ -1020,7 +1020,7 @@ fn version_names_the_commit_and_models_and_a_package_finds_its_own_models() {
         "{text}"
     );
     assert!(text.contains("named by CARREL_MODELS"), "{text}");
-    let embedder = carrel::models::EMBEDDER_ONNX_SHA256;
+    let (embedder, _) = carrel::models::EmbedderKind::MiniLm.pins();
     assert!(
         text.contains(&format!("sha256 {}", &embedder[..12])),
         "the embedder's fingerprint: {text}"

@@ -8,8 +8,9 @@ use super::{Cli, print_json};
 use crate::kb::{Identity, Kb, ReadToken};
 use crate::library::hub::Scorers;
 use crate::library::shelf::{Shelf, ShelfState, shelf_path};
+use crate::models::{EmbedderKind, Fingerprints};
 use crate::store::Store;
-use crate::{DATABASE_FILE, Error};
+use crate::{DATABASE_FILE, Error, Library, LibraryConfig};
 
 /// The arguments of `carrel kb`.
 #[derive(clap::Args)]
@@ -41,6 +42,19 @@ enum Command {
         /// Where it lives [default: libraries/NAME in the per-user data folder]
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// What makes its vectors: all-MiniLM-L6-v2 reads English;
+        /// multilingual-e5-small reads about 100 languages in one space, at
+        /// half the speed
+        #[arg(long, value_enum, default_value_t)]
+        embedder: EmbedderKind,
+    },
+    /// Change a library's settings. A new embedder re-embeds every document
+    /// now, with progress; until it is done, both lanes say "re-embedding N
+    /// of M"
+    Set {
+        kb: String,
+        #[arg(long, value_enum)]
+        embedder: EmbedderKind,
     },
     /// Give a library another name
     Rename { kb: String, new_kb: String },
@@ -158,9 +172,14 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             owner,
             description,
             dir,
+            embedder,
         } => {
             let kb = Kb::parse(kb)?;
             shelf.survey(&in_use).check_free(&kb)?;
+            // The embedder's files are checked before anything is made.
+            let mut models = super::models(cli)?;
+            models.embedder = *embedder;
+            Fingerprints::of(&models)?;
             let dir = match dir {
                 Some(d) => d.clone(),
                 None => crate::default_data_dir()?
@@ -179,17 +198,22 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 owner: owner.clone(),
                 description: description.clone(),
             };
-            Store::open(&dir.join(DATABASE_FILE))?.set_identity(&identity)?;
+            let store = Store::open(&dir.join(DATABASE_FILE))?;
+            store.set_identity(&identity)?;
+            store.set_embedder(*embedder)?;
             shelf.add_local(&dir);
             shelf.save(&path)?;
             println!(
-                "created        {} ({}) at {}; add to it with `carrel --kb {} add PATH`",
+                "created        {} ({}, embedded with {embedder}) at {}; add to it with `carrel --kb {} add PATH`",
                 identity.kb,
                 identity.title,
                 dir.display(),
                 identity.kb
             );
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Set { kb, embedder } => {
+            set_embedder(cli, shelf.survey(&in_use).find(kb)?, *embedder)
         }
         Command::Rename { kb, new_kb } => {
             let survey = shelf.survey(&in_use);
@@ -347,7 +371,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 }
                 store.set_identity(&identity)?;
             }
-            let scorers = Scorers::of(&super::models(cli)?);
+            let scorers = Scorers::of_store(&super::models(cli)?, &store);
             if *json {
                 print_json(&Described {
                     identity: &identity,
@@ -371,6 +395,22 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `carrel kb set NAME --embedder KIND`: records the embedder and makes
+/// every vector again with it, showing progress.
+fn set_embedder(cli: &Cli, dir: PathBuf, embedder: EmbedderKind) -> Result<ExitCode, Error> {
+    let mut lib = Library::open_existing(LibraryConfig::new(dir, super::models(cli)?))?;
+    let kb = lib.store().identity()?.kb;
+    if !lib.set_embedder(embedder)? {
+        println!("unchanged      {kb} is already embedded with {embedder}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let bar = super::progress_bar();
+    let done = lib.refresh(&mut |p| super::show_progress(&bar, p))?;
+    bar.finish_and_clear();
+    println!("re-embedded    {done} documents of {kb} with {embedder}");
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(serde::Serialize)]

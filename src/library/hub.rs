@@ -86,6 +86,22 @@ pub struct Scorers {
 }
 
 impl Scorers {
+    /// The scorers of a library stored in `store`: its own embedder, the
+    /// cross-encoder of `models`.
+    pub fn of_store(models: &ModelConfig, store: &Store) -> Scorers {
+        let mut models = models.clone();
+        match store.embedder() {
+            Ok(kind) => models.embedder = kind,
+            Err(e) => {
+                return Scorers {
+                    embedder: Scorer::from(Err(e)),
+                    cross_encoder: Scorer::from(crate::models::reranker_id(&models)),
+                };
+            }
+        }
+        Scorers::of(&models)
+    }
+
     pub fn of(models: &ModelConfig) -> Scorers {
         Scorers {
             embedder: Scorer::from(crate::models::Fingerprints::of(models).map(|f| f.model)),
@@ -259,13 +275,19 @@ impl Hub {
                         (None, None, None, None)
                     }
                 };
+                let scorers = match &m.state {
+                    MemberState::Open { side, .. } => {
+                        Scorers::of_store(&self.models, &crate::fault::lock(side))
+                    }
+                    _ => scorers.clone(),
+                };
                 LibraryInfo {
                     kb,
                     title,
                     owner,
                     description,
                     state: m.availability(),
-                    scorers: scorers.clone(),
+                    scorers,
                 }
             })
             .collect()

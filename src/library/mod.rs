@@ -34,7 +34,7 @@ pub use ingest::{Probe, probe};
 use crate::error::{Error, Result};
 use crate::ingest::{Cancel, Limits};
 use crate::lanes;
-use crate::models::{EmbedPool, ModelConfig, PoolSize, Reranker};
+use crate::models::{EmbedPool, EmbedderKind, ModelConfig, PoolSize, Reranker};
 use crate::paths::DATABASE_FILE;
 use crate::store::Store;
 use retrieval::RerankerSlot;
@@ -79,9 +79,11 @@ pub struct Library {
 }
 
 impl Library {
-    pub fn open(config: LibraryConfig) -> Result<Library> {
+    pub fn open(mut config: LibraryConfig) -> Result<Library> {
         std::fs::create_dir_all(&config.dir).map_err(|e| Error::io(&config.dir, e))?;
         let store = Store::open(&config.dir.join(DATABASE_FILE))?;
+        // The library's own embedder, whatever the caller's models say.
+        config.models.embedder = store.embedder()?;
         Ok(Library {
             store,
             embedder: EmbedPool::new(config.models.clone()),
@@ -100,6 +102,30 @@ impl Library {
             return Err(Error::NoLibrary(config.dir));
         }
         Library::open(config)
+    }
+
+    /// The embedder this library's vectors are made with.
+    pub fn embedder(&self) -> EmbedderKind {
+        self.config.models.embedder
+    }
+
+    /// Makes this library's vectors with `kind` from now on. The vectors
+    /// made with another embedder are stale by their fingerprint: both
+    /// lanes say "re-embedding N of M" until [`Library::refresh`] (or the
+    /// next add) has made them again. Returns whether anything changed.
+    pub fn set_embedder(&mut self, kind: EmbedderKind) -> Result<bool> {
+        if kind == self.embedder() {
+            return Ok(false);
+        }
+        let mut models = self.config.models.clone();
+        models.embedder = kind;
+        // Its files are checked before the library is told to use it.
+        crate::models::Fingerprints::of(&models)?;
+        self.store.set_embedder(kind)?;
+        self.config.models = models;
+        self.embedder = EmbedPool::new(self.config.models.clone());
+        self.cache = lanes::Cache::default();
+        Ok(true)
     }
 
     /// Uses this cross-encoder for the subject lane instead of the one in the

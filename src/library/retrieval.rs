@@ -146,9 +146,7 @@ impl Library {
         if let Some(v) = self.cache.query_vectors.get(&key) {
             return Ok(v.clone());
         }
-        let v = crate::models::Embedder::embed(&mut self.embedder, &[query])?
-            .pop()
-            .ok_or_else(|| Error::Embedding("no vector came back for the query".into()))?;
+        let v = crate::models::Embedder::embed_query(&mut self.embedder, query)?;
         self.cache.query_vectors.insert(key, v.clone());
         Ok(v)
     }

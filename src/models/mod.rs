@@ -6,6 +6,7 @@
 //! hashes, pooling and max length, plus the chunker or card version. Vectors
 //! with another fingerprint are stale and get re-embedded.
 
+pub mod embedders;
 pub mod onnx;
 pub mod pool;
 pub mod rerank;
@@ -19,6 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
+pub use embedders::{EmbedderKind, Side};
 pub use onnx::OnnxEmbedder;
 pub use pool::{EmbedPool, PoolSize, Ticket};
 pub use rerank::{OnnxReranker, RerankPool, Reranker, reranker_id};
@@ -27,9 +29,15 @@ pub use rerank::{OnnxReranker, RerankPool, Reranker, reranker_id};
 /// declared with it; a model of another width is refused at load.
 pub const EMBED_DIM: usize = 384;
 
-/// Turns texts into unit vectors of [`EMBED_DIM`] floats.
+/// Turns texts into unit vectors of [`EMBED_DIM`] floats. The embedder
+/// owns the words its model expects before a text ([`Side`]): a caller
+/// hands over passages or a query, never a prefix.
 pub trait Embedder: Send {
+    /// Passages and cards: what is searched.
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+
+    /// A query: what is searched for.
+    fn embed_query(&mut self, query: &str) -> Result<Vec<f32>>;
 
     /// Starts embedding `texts` and returns at once where the embedder can
     /// work in the background ([`EmbedPool`]); else embeds them now.
@@ -39,12 +47,9 @@ pub trait Embedder: Send {
     }
 }
 
-/// The embedder Carrel ships: all-MiniLM-L6-v2, int8 ONNX.
+/// The default embedder's name: all-MiniLM-L6-v2, int8 ONNX
+/// ([`EmbedderKind`] lists every one).
 pub const EMBEDDER_NAME: &str = "all-MiniLM-L6-v2";
-pub const EMBEDDER_ONNX_SHA256: &str =
-    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
-pub const EMBEDDER_TOKENIZER_SHA256: &str =
-    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
 /// The ONNX Runtime library file `make models` installs (1.24 or newer works).
 pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.24.4";
 pub const POOLING: &str = "mean";
@@ -103,6 +108,8 @@ pub struct ModelConfig {
     pub dir: PathBuf,
     /// How `dir` was found.
     pub from: ModelsFrom,
+    /// The embedder: the library's own, recorded in it.
+    pub embedder: EmbedderKind,
     pub threads: usize,
     pub max_length: usize,
     pub batch_size: usize,
@@ -120,6 +127,7 @@ impl ModelConfig {
         ModelConfig {
             dir,
             from: ModelsFrom::Given,
+            embedder: EmbedderKind::default(),
             threads: DEFAULT_THREADS,
             max_length: DEFAULT_MAX_LENGTH,
             batch_size: DEFAULT_BATCH,
@@ -159,7 +167,7 @@ impl ModelConfig {
     }
 
     pub fn embedder_dir(&self) -> PathBuf {
-        self.dir.join(EMBEDDER_NAME)
+        self.dir.join(self.embedder.name())
     }
 
     /// The cross-encoder folder (standard layout: `model.onnx` + tokenizer
@@ -200,19 +208,25 @@ impl Fingerprints {
             return Ok(fp.clone());
         }
         let dir = cfg.embedder_dir();
-        let onnx = verified(
-            &dir.join("model.onnx"),
-            "embedding model",
-            EMBEDDER_ONNX_SHA256,
-        )?;
+        let (onnx_pin, tokenizer_pin) = cfg.embedder.pins();
+        let onnx = verified(&dir.join("model.onnx"), "embedding model", onnx_pin)?;
         let tok = verified(
             &dir.join("tokenizer.json"),
             "embedding tokenizer",
-            EMBEDDER_TOKENIZER_SHA256,
+            tokenizer_pin,
         )?;
-        let base = format!("{onnx}|{tok}|{POOLING}|{}", cfg.max_length);
+        let mut base = format!("{onnx}|{tok}|{POOLING}|{}", cfg.max_length);
+        // The prefixes make the vector too (MiniLM has none, and its
+        // fingerprints stay what they were before embedders were chosen).
+        for side in [Side::Query, Side::Passage] {
+            match cfg.embedder.prefix(side) {
+                "" => {}
+                p => base.push_str(&format!("|{p}")),
+            }
+        }
         let model = format!(
-            "{EMBEDDER_NAME}@{}",
+            "{}@{}",
+            cfg.embedder.name(),
             &hex(&Sha256::digest(base.as_bytes()))[..12]
         );
         let fp = Fingerprints {

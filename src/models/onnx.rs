@@ -11,7 +11,7 @@ use fastembed::{
 use ort::environment::Environment;
 
 use super::EMBED_DIM;
-use super::{Embedder, ModelConfig};
+use super::{Embedder, EmbedderKind, ModelConfig, Side};
 use crate::error::{Error, Result};
 
 /// Number of texts sent to any ONNX embedder in this process. Tests use it to
@@ -43,6 +43,7 @@ pub fn environment(path: &Path) -> Result<Environment> {
 
 pub struct OnnxEmbedder {
     model: TextEmbedding,
+    kind: EmbedderKind,
     batch_size: usize,
 }
 
@@ -72,6 +73,7 @@ impl OnnxEmbedder {
             .map_err(|e| Error::Embedding(format!("loading {}: {e}", dir.display())))?;
         let mut embedder = OnnxEmbedder {
             model,
+            kind: cfg.embedder,
             batch_size: cfg.batch_size.max(1),
         };
         let probe = embedder.run(&["dimension probe"])?;
@@ -100,10 +102,14 @@ impl OnnxEmbedder {
     }
 }
 
-impl Embedder for OnnxEmbedder {
-    /// Embeds in length-sorted batches (less padding), returning vectors in
-    /// input order.
-    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+impl OnnxEmbedder {
+    /// Embeds texts on `side`, each with the words this model expects
+    /// before it, in length-sorted batches (less padding), returning
+    /// vectors in input order.
+    pub fn embed_side(&mut self, side: Side, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let kind = self.kind;
+        let read: Vec<_> = texts.iter().map(|t| kind.text(side, t)).collect();
+        let texts: Vec<&str> = read.iter().map(|t| t.as_ref()).collect();
         TEXTS_EMBEDDED.fetch_add(texts.len() as u64, Ordering::Relaxed);
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
@@ -114,5 +120,17 @@ impl Embedder for OnnxEmbedder {
             out[i] = v;
         }
         Ok(out)
+    }
+}
+
+impl Embedder for OnnxEmbedder {
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embed_side(Side::Passage, texts)
+    }
+
+    fn embed_query(&mut self, query: &str) -> Result<Vec<f32>> {
+        self.embed_side(Side::Query, &[query])?
+            .pop()
+            .ok_or_else(|| Error::Embedding("no vector came back for the query".into()))
     }
 }

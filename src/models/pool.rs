@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 
 use serde::Serialize;
 
-use super::{Embedder, ModelConfig, OnnxEmbedder};
+use super::{Embedder, ModelConfig, OnnxEmbedder, Side};
 use crate::error::{Error, Result};
 use crate::fault::lock;
 
@@ -149,6 +149,7 @@ impl Drop for Ticket {
 struct Item {
     ticket: Arc<TicketState>,
     index: usize,
+    side: Side,
     text: String,
 }
 
@@ -231,8 +232,13 @@ impl EmbedPool {
         self.workers.push(handle);
     }
 
-    /// Hands `texts` to the workers; the ticket answers when all are back.
+    /// Hands passages to the workers; the ticket answers when all are back.
     pub fn submit(&mut self, texts: Vec<String>) -> Ticket {
+        self.submit_side(Side::Passage, texts)
+    }
+
+    /// Hands `texts` on `side` to the workers.
+    fn submit_side(&mut self, side: Side, texts: Vec<String>) -> Ticket {
         if texts.is_empty() {
             return Ticket::ready(Ok(Vec::new()));
         }
@@ -249,6 +255,7 @@ impl EmbedPool {
             q.items.push_back(Item {
                 ticket: ticket.0.clone(),
                 index,
+                side,
                 text,
             });
         }
@@ -272,6 +279,13 @@ impl Embedder for EmbedPool {
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         self.submit(texts.iter().map(|t| t.to_string()).collect())
             .wait()
+    }
+
+    fn embed_query(&mut self, query: &str) -> Result<Vec<f32>> {
+        self.submit_side(Side::Query, vec![query.to_string()])
+            .wait()?
+            .pop()
+            .ok_or_else(|| Error::Embedding("no vector came back for the query".into()))
     }
 
     fn submit(&mut self, texts: Vec<String>) -> Ticket {
@@ -310,9 +324,16 @@ fn work(shared: &Shared, session: std::result::Result<OnnxEmbedder, ModelConfig>
                 q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let texts: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
-        let result = session.embed(&texts).map_err(|e| e.to_string());
-        answer(items, result);
+        let (queries, passages): (Vec<Item>, Vec<Item>) =
+            items.into_iter().partition(|i| i.side == Side::Query);
+        for (side, group) in [(Side::Query, queries), (Side::Passage, passages)] {
+            if group.is_empty() {
+                continue;
+            }
+            let texts: Vec<&str> = group.iter().map(|i| i.text.as_str()).collect();
+            let result = session.embed_side(side, &texts).map_err(|e| e.to_string());
+            answer(group, result);
+        }
     }
 }
 

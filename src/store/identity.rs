@@ -7,6 +7,7 @@ use rusqlite::params;
 use super::Store;
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb, ReadToken, TokenDigest, TokenInfo};
+use crate::models::EmbedderKind;
 
 impl Store {
     /// What this library says about itself.
@@ -135,5 +136,37 @@ mod tests {
         assert!(store.revoke_read_token(info.id).unwrap());
         assert!(!store.revoke_read_token(info.id).unwrap());
         assert!(!store.grants(&token.digest()).unwrap());
+    }
+}
+
+impl Store {
+    /// The embedder this library was made with; the default for a library
+    /// that never chose one.
+    pub fn embedder(&self) -> Result<EmbedderKind> {
+        use rusqlite::OptionalExtension;
+        let name: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'embedder'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        match name {
+            None => Ok(EmbedderKind::default()),
+            Some(name) => EmbedderKind::parse(&name).ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "the library is embedded with {name}, which this version of Carrel does not know (it knows {})",
+                    EmbedderKind::ALL.map(EmbedderKind::name).join(", ")
+                ))
+            }),
+        }
+    }
+
+    /// Records the embedder this library's vectors are to be made with.
+    pub fn set_embedder(&self, kind: EmbedderKind) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?1)",
+            params![kind.name()],
+        )?;
+        Ok(())
     }
 }

@@ -13,7 +13,9 @@ def main():
     answers, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     os.makedirs(out, exist_ok=True)
     recs = [json.loads(l) for l in open(answers) if l.strip()]
-    recs = [r for r in recs if r["sentences"]]
+    # The model's sentences are labelled; the extractive answerer's quotes
+    # (records with "answerer": "extractive") are verbatim by construction.
+    recs = [r for r in recs if r["sentences"] and r.get("answerer", "local").startswith("local")]
     for k in range(n):
         with open(os.path.join(out, f"shard-{k}.md"), "w") as f:
             for r in recs[k::n]:
