@@ -1059,3 +1059,66 @@ fn version_names_the_commit_and_models_and_a_package_finds_its_own_models() {
     let man = carrel(lib.path()).arg("manpage").output().unwrap();
     assert!(String::from_utf8_lossy(&man.stdout).contains(".TH carrel 1"));
 }
+
+#[test]
+fn a_library_is_created_with_its_embedder_and_switched_with_progress() {
+    let data = tempfile::tempdir().unwrap();
+    let out = stdout(carrel_home(data.path()).args([
+        "kb",
+        "create",
+        "notes",
+        "--embedder",
+        "multilingual-e5-small",
+    ]));
+    assert!(out.contains("embedded with multilingual-e5-small"), "{out}");
+    carrel_home(data.path())
+        .args(["--kb", "notes", "add"])
+        .arg(fixtures().join("multilingual"))
+        .assert()
+        .success();
+    let described = |data: &std::path::Path| {
+        json(stdout(carrel_home(data).args(["kb", "describe", "notes", "--json"])).as_bytes())
+    };
+    let v = described(data.path());
+    let embedder = v["scorers"]["embedder"]["id"].as_str().unwrap_or_default();
+    assert!(embedder.starts_with("multilingual-e5-small@"), "{v}");
+
+    let out = stdout(carrel_home(data.path()).args([
+        "kb",
+        "set",
+        "notes",
+        "--embedder",
+        "all-MiniLM-L6-v2",
+    ]));
+    assert!(
+        out.contains("re-embedded    3 documents of notes with all-MiniLM-L6-v2"),
+        "{out}"
+    );
+    let v = described(data.path());
+    let embedder = v["scorers"]["embedder"]["id"].as_str().unwrap_or_default();
+    assert!(embedder.starts_with("all-MiniLM-L6-v2@"), "{v}");
+    let out = stdout(carrel_home(data.path()).args([
+        "kb",
+        "set",
+        "notes",
+        "--embedder",
+        "all-MiniLM-L6-v2",
+    ]));
+    assert!(
+        out.contains("already embedded with all-MiniLM-L6-v2"),
+        "{out}"
+    );
+    // An embedder Carrel does not ship is a usage error that lists those it does.
+    let out = carrel_home(data.path())
+        .args(["kb", "create", "other", "--embedder", "bge-m3"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    assert!(
+        err.contains("all-MiniLM-L6-v2") && err.contains("multilingual-e5-small"),
+        "{err}"
+    );
+}
