@@ -75,7 +75,7 @@ impl Library {
                 Ok(_) => HealthCheck::Ok {
                     detail: format!(
                         "{} ({}), {} pooling, max length {}, {} thread(s)",
-                        models::EMBEDDER_NAME,
+                        models.embedder,
                         models.embedder_dir().display(),
                         models::POOLING,
                         models.max_length,
