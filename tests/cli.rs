@@ -1082,6 +1082,15 @@ fn a_library_is_created_with_its_embedder_and_switched_with_progress() {
     let v = described(data.path());
     let embedder = v["scorers"]["embedder"]["id"].as_str().unwrap_or_default();
     assert!(embedder.starts_with("multilingual-e5-small@"), "{v}");
+    // The shelf lists it apart from the default library, by its embedder.
+    let v = json(stdout(carrel_home(data.path()).args(["kb", "list", "--json"])).as_bytes());
+    let notes = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["identity"]["kb"] == "notes")
+        .unwrap();
+    assert_eq!(notes["embedder"], "multilingual-e5-small", "{v}");
 
     let out = stdout(carrel_home(data.path()).args([
         "kb",

@@ -123,8 +123,8 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 return Ok(ExitCode::SUCCESS);
             }
             println!(
-                "{:<16} {:<24} {:<20} {:>6}  FOLDER OR HUB",
-                "KB", "TITLE", "OWNER", "DOCS"
+                "{:<16} {:<24} {:<20} {:>6}  {:<22} FOLDER OR HUB",
+                "KB", "TITLE", "OWNER", "DOCS", "EMBEDDER"
             );
             for s in &survey.libraries {
                 let mark = if s.in_use { "  (in use)" } else { "" };
@@ -133,19 +133,22 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                     ShelfState::Ready {
                         identity,
                         documents,
+                        embedder,
                     } => println!(
-                        "{:<16} {:<24} {:<20} {:>6}  {folder}",
+                        "{:<16} {:<24} {:<20} {:>6}  {:<22} {folder}",
                         identity.kb,
                         identity.title,
                         identity.owner.as_deref().unwrap_or("(not set)"),
-                        documents
+                        documents,
+                        embedder.as_deref().unwrap_or("(not said)")
                     ),
                     ShelfState::NotCreated => println!(
-                        "{:<16} {:<24} {:<20} {:>6}  {folder}: not created yet; `carrel add` starts it",
+                        "{:<16} {:<24} {:<20} {:>6}  {:<22} {folder}: not created yet; `carrel add` starts it",
                         crate::kb::DEFAULT_KB,
                         "",
                         "",
-                        0
+                        0,
+                        ""
                     ),
                     ShelfState::Remote { kb } => println!("{kb:<16} not asked  {folder}"),
                     ShelfState::Unreachable {

@@ -79,6 +79,17 @@ pub struct There {
     pub scorers: Option<Scorers>,
 }
 
+impl There {
+    /// The name of the embedder its vectors are made with, when its hub
+    /// said (its fingerprint is `name@sha`).
+    pub fn embedder_name(&self) -> Option<String> {
+        match &self.scorers.as_ref()?.embedder {
+            super::hub::Scorer::Known { id } => id.split('@').next().map(str::to_string),
+            super::hub::Scorer::Unknown { .. } => None,
+        }
+    }
+}
+
 impl Remote {
     pub fn new(url: &str, kb: Kb, token: &str) -> Remote {
         Remote {

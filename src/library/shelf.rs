@@ -212,8 +212,14 @@ impl Shelf {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ShelfState {
-    /// Open: what it says about itself, and how many documents it lists.
-    Ready { identity: Identity, documents: i64 },
+    /// Open: what it says about itself, how many documents it lists, and
+    /// the embedder its vectors are made with (its name; none when a hub
+    /// did not say), so libraries of two embedders are told apart.
+    Ready {
+        identity: Identity,
+        documents: i64,
+        embedder: Option<String>,
+    },
     /// The library in use before anything was added to it: `carrel add`
     /// (or the app's first import) creates it.
     NotCreated,
@@ -281,9 +287,10 @@ impl Shelf {
                     }
                 } else {
                     match read_identity(&dir) {
-                        Ok((identity, documents)) => ShelfState::Ready {
+                        Ok((identity, documents, embedder)) => ShelfState::Ready {
                             identity,
                             documents,
+                            embedder: Some(embedder.name().to_string()),
                         },
                         Err(e) => ShelfState::Unavailable {
                             reason: e.to_string(),
@@ -321,6 +328,7 @@ impl Shelf {
                 Ok(there) => {
                     answered.push(kb.clone());
                     ShelfState::Ready {
+                        embedder: there.embedder_name(),
                         identity: there.identity,
                         documents: there.documents,
                     }
@@ -466,10 +474,10 @@ impl std::fmt::Display for Place {
 }
 
 /// A library's identity and document count, read from its file.
-fn read_identity(dir: &Path) -> Result<(Identity, i64)> {
+fn read_identity(dir: &Path) -> Result<(Identity, i64, crate::models::EmbedderKind)> {
     let store = Store::open(&dir.join(crate::paths::DATABASE_FILE))?;
     let documents = store.document_count()?;
-    Ok((store.identity()?, documents))
+    Ok((store.identity()?, documents, store.embedder()?))
 }
 
 /// The same folder, whether or not either path is canonical.

@@ -969,8 +969,12 @@ export type SettingsProblem = {
 
 /**  How a library on the shelf stands, as `carrel kb list` shows it. */
 export type ShelfState = 
-/**  Open: what it says about itself, and how many documents it lists. */
-{ state: "ready"; identity: Identity; documents: number } | 
+/**
+ *  Open: what it says about itself, how many documents it lists, and
+ *  the embedder its vectors are made with (its name; none when a hub
+ *  did not say), so libraries of two embedders are told apart.
+ */
+{ state: "ready"; identity: Identity; documents: number; embedder: string | null } | 
 /**
  *  The library in use before anything was added to it: `carrel add`
  *  (or the app's first import) creates it.
