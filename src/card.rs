@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::extract::Extracted;
 
 /// Bumped when [`build`] would write a different card for the same document.
-pub const CARD_VERSION: u32 = 1;
+/// 2: key terms leave out the function words of the document's language.
+pub const CARD_VERSION: u32 = 2;
 
 /// A card is at most this many characters, so a cross-encoder with a 256-token
 /// window sees all of it next to a short query.
@@ -259,6 +260,24 @@ fn what_line(doc: &Extracted) -> String {
     what
 }
 
+/// The word rule of a document's language, told from its opening text.
+fn document_rule(doc: &Extracted) -> crate::language::WordRule {
+    const SAMPLE_CHARS: usize = 4_000;
+    let mut sample = String::new();
+    for s in &doc.sections {
+        if sample.len() >= SAMPLE_CHARS {
+            break;
+        }
+        sample.push_str(&s.text);
+        sample.push('\n');
+    }
+    let english = crate::language::Language::ENGLISH;
+    crate::language::detect(&sample)
+        .and_then(|l| l.rule())
+        .or_else(|| english.rule())
+        .expect("English has a word rule")
+}
+
 /// The top headings: the shallowest level below the title that has more than
 /// one distinct heading, in document order.
 fn outline(doc: &Extracted) -> Vec<String> {
@@ -287,8 +306,11 @@ fn outline(doc: &Extracted) -> Vec<String> {
 }
 
 /// Frequent content words, counted three times in headings and the title;
-/// ties broken by first appearance so that the card is deterministic.
+/// ties broken by first appearance so that the card is deterministic. The
+/// function words left out are those of the document's language (English's
+/// where its text does not tell, or Carrel has no word rule for it).
 fn key_terms(doc: &Extracted) -> Vec<String> {
+    let rule = document_rule(doc);
     let mut score: HashMap<String, (usize, usize)> = HashMap::new();
     let mut order = 0usize;
     let mut count = |text: &str, weight: usize| {
@@ -296,7 +318,7 @@ fn key_terms(doc: &Extracted) -> Vec<String> {
             let w = word.to_lowercase();
             if w.chars().count() < 3
                 || w.chars().all(|c| c.is_ascii_digit())
-                || crate::words::is_function_word(&w)
+                || rule.is_function_word(&w)
                 || COMMON_IN_DOCUMENTS.contains(&w.as_str())
             {
                 continue;

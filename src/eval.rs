@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::ingest::Source;
-use crate::score::{Cosine, RerankLogit, Scale};
+use crate::lanes::CosineFloors;
+use crate::models::EmbedderKind;
+use crate::score::{Cosine, Floor, RerankLogit, Scale};
 use crate::sweep::{Judged, Sweep};
 use crate::{Library, LibraryConfig, Progress};
 
@@ -108,11 +110,19 @@ struct Floors {
 
 impl Default for Floors {
     fn default() -> Self {
-        use crate::lanes::{subject, topic};
+        Floors::of(EmbedderKind::default())
+    }
+}
+
+impl Floors {
+    /// The sweeps of the floors in use for a library of `embedder`.
+    fn of(embedder: EmbedderKind) -> Floors {
+        use crate::lanes::subject;
+        let cosine = CosineFloors::of(embedder);
         Floors {
             subject_cosine: Sweep::new(
                 "subject cosine eligibility (card cosine)",
-                subject::SUBJECT_FLOOR.value().get(),
+                cosine.subject.value().get(),
             ),
             subject_rerank: Sweep::new(
                 "subject rerank floor (cross-encoder logit)",
@@ -120,7 +130,7 @@ impl Default for Floors {
             ),
             topic: Sweep::new(
                 "topic floor (passage cosine)",
-                topic::TOPIC_FLOOR.value().get(),
+                cosine.topic.value().get(),
             ),
             foreign: Sweep::new(
                 "foreign passage floor (cross-encoder logit)",
@@ -240,12 +250,12 @@ impl TopicLosses {
     /// documents it returned.
     fn add(
         &mut self,
+        floor: Floor<Cosine>,
         candidates: &[PassageScores],
         returned: &[String],
         relevant: &HashMap<String, f64>,
     ) {
         use crate::lanes::Decision;
-        let floor = crate::lanes::topic::TOPIC_FLOOR;
         for (doc, _) in relevant.iter().filter(|(_, g)| **g > 0.0) {
             self.pairs += 1;
             if returned.iter().take(CUTOFF).any(|d| d == doc) {
@@ -368,6 +378,8 @@ fn percentile(values: &[f64], p: f64) -> f64 {
 #[derive(Debug, Clone, Serialize)]
 pub struct EvalReport {
     pub dataset: String,
+    /// The embedder the set's library was made with, whose floors judged it.
+    pub embedder: String,
     pub documents: usize,
     /// Documents that could not be indexed (listed broken, never retrievable).
     pub broken_documents: usize,
@@ -521,7 +533,12 @@ pub fn run(
     let (broken, doc_ids, bm25) = index(&config, &corpus, progress)?;
     // Reopen, so the first query pays what a user's first query pays.
     let mut lib = Library::open(config)?;
-    let mut tally = Tally::default();
+    let embedder = lib.embedder();
+    let mut tally = Tally {
+        embedder,
+        sweeps: Floors::of(embedder),
+        ..Tally::default()
+    };
     let total = queries.len();
     for (n, q) in queries.iter().enumerate() {
         progress(&Progress {
@@ -691,6 +708,8 @@ struct Tally {
     topic_states: BTreeMap<String, usize>,
     relevant_queries: usize,
     by_kind: BTreeMap<String, KindMetrics>,
+    /// The embedder of the library asked, whose floors are in use.
+    embedder: EmbedderKind,
 }
 
 impl Tally {
@@ -734,7 +753,7 @@ impl Tally {
             .explain
             .subject
             .iter()
-            .filter(|c| crate::lanes::subject::SUBJECT_FLOOR.admits(c.cosine))
+            .filter(|c| CosineFloors::of(self.embedder).subject.admits(c.cosine))
             .collect();
         eligible.sort_by(|a, b| a.cosine.rank(b.cosine));
         let cosine_docs: Vec<String> = eligible
@@ -829,6 +848,7 @@ impl Tally {
             relevant_queries,
             per_query,
             by_kind,
+            embedder,
             ..
         } = self;
         *subject_states
@@ -858,7 +878,12 @@ impl Tally {
             cosine.add(&cosine_docs, rel, !cosine_docs.is_empty());
             topic.add(&topic_docs, rel, r.topic.has_ready_hits());
             dense.add(&dense_docs, rel, !dense_docs.is_empty());
-            losses.add(&topic_candidates, &topic_docs, rel);
+            losses.add(
+                CosineFloors::of(*embedder).topic,
+                &topic_candidates,
+                &topic_docs,
+                rel,
+            );
             order.add(rel, &subject_candidates);
             base.add(&bm25_docs, rel, !bm25_docs.is_empty());
             if let Some(kind) = &q.kind {
@@ -915,6 +940,7 @@ impl Tally {
             topic_states,
             relevant_queries,
             mut by_kind,
+            embedder,
         } = self;
         for m in [&mut subject, &mut cosine, &mut topic, &mut dense, &mut base] {
             m.average(relevant_queries);
@@ -924,6 +950,7 @@ impl Tally {
             k.topic.average(k.queries);
         }
         EvalReport {
+            embedder: embedder.to_string(),
             dataset: dir.display().to_string(),
             documents,
             broken_documents,
@@ -1057,7 +1084,12 @@ mod tests {
         returned.extend((0..CUTOFF).map(|i| format!("other{i}")));
         returned.push("late".into());
         let mut t = TopicLosses::default();
-        t.add(&candidates, &returned, &relevant);
+        t.add(
+            crate::lanes::topic::TOPIC_FLOOR,
+            &candidates,
+            &returned,
+            &relevant,
+        );
         assert_eq!(
             (
                 t.pairs,

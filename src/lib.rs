@@ -25,6 +25,7 @@ pub mod foreign;
 pub mod ingest;
 pub mod kb;
 pub mod lanes;
+pub mod language;
 pub mod library;
 pub mod mcp;
 pub mod mention;

@@ -1690,6 +1690,7 @@ fn doc(id: i64, title: &str, source: &str) -> carrel::DocumentRow {
         title: title.into(),
         kind: Some("markdown".into()),
         reader: None,
+        language: Some("en".into()),
         source: source.into(),
         bytes: 1,
         chunks: 1,

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use super::{Cli, models, print_json, progress_bar};
 use crate::sweep::{At, NOISE_TARGET};
+use crate::models::EmbedderKind;
 use crate::{Error, LibraryConfig};
 
 /// The arguments of `carrel eval`.
@@ -22,6 +23,10 @@ pub struct Args {
     /// into DIR
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+    /// Embed the evaluation library with this embedder (a kept library
+    /// keeps the one it was built with unless told)
+    #[arg(long, value_name = "NAME")]
+    embedder: Option<EmbedderKind>,
     #[arg(long)]
     json: bool,
 }
@@ -32,12 +37,16 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         dir,
         keep_library,
         plot,
+        embedder,
         json,
     } = args;
     let scratch = match keep_library {
         Some(kept) => kept.clone(),
         None => crate::eval::scratch_dir()?,
     };
+    if let Some(kind) = embedder {
+        choose_embedder(&scratch, *kind, models(cli)?)?;
+    }
     let bar = progress_bar();
     let result = crate::eval::run(
         dir,
@@ -60,8 +69,9 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         print_json(&report);
     } else {
         println!(
-            "{}: {} documents ({} broken), {} queries ({} with qrels, {} noise)",
+            "{} ({}): {} documents ({} broken), {} queries ({} with qrels, {} noise)",
             report.dataset,
+            report.embedder,
             report.documents,
             report.broken_documents,
             report.queries,
@@ -148,6 +158,22 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Records the evaluation library's embedder before it is filled; a kept
+/// library built with another is re-embedded, with a line that says so.
+fn choose_embedder(
+    dir: &std::path::Path,
+    kind: EmbedderKind,
+    models: crate::models::ModelConfig,
+) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut lib = crate::Library::open(LibraryConfig::new(dir.to_path_buf(), models))?;
+    if lib.embedder() != kind && !lib.list()?.is_empty() {
+        eprintln!("re-embedding   {} with {kind}", dir.display());
+    }
+    lib.set_embedder(kind)?;
+    Ok(())
 }
 
 /// Each floor in use and at its operating point (at most

@@ -22,8 +22,8 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         println!("The library is empty. Add documents with `carrel add PATH_OR_FOLDER`.");
     } else {
         println!(
-            "{:>5}  {:<8} {:<8} {:<13} {:>9} {:>6}  {:<15} TITLE",
-            "ID", "STATE", "KIND", "READER", "BYTES", "CHUNKS", "SYNCED"
+            "{:>5}  {:<8} {:<8} {:<13} {:<4} {:>9} {:>6}  {:<15} TITLE",
+            "ID", "STATE", "KIND", "READER", "LANG", "BYTES", "CHUNKS", "SYNCED"
         );
         for d in &docs {
             let synced = if d.source_missing {
@@ -32,11 +32,12 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 ago(d.synced_at)
             };
             println!(
-                "{:>5}  {:<8} {:<8} {:<13} {:>9} {:>6}  {:<15} {}",
+                "{:>5}  {:<8} {:<8} {:<13} {:<4} {:>9} {:>6}  {:<15} {}",
                 d.id,
                 d.state,
                 d.kind.as_deref().unwrap_or("-"),
                 d.reader.as_deref().unwrap_or("-"),
+                d.language.as_deref().unwrap_or("-"),
                 d.bytes,
                 d.chunks,
                 synced,

@@ -39,6 +39,9 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                 e.scorer,
                 e.query
             );
+            if let Some(why) = &e.unjudged {
+                println!("{:>15}veto and hold-back skipped: {why}", "");
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -116,6 +116,7 @@ fn print_topic(r: &crate::lanes::MatchResponse) {
     if let Some(why) = &r.explain.topic_held_back {
         println!("  held back: {why}");
     }
+    print_unjudged(&r.explain.topic);
     for h in r.topic.hits() {
         let page = h.page.map(|p| format!(" p.{p}")).unwrap_or_default();
         let mut place = h.heading_path.clone();
@@ -138,6 +139,24 @@ fn print_topic(r: &crate::lanes::MatchResponse) {
         println!("  no passage discusses this");
     }
     print_below_floor(r.topic.below_floor().iter().map(|h| (&h.title, h.cosine)));
+}
+
+/// The topic candidates the lexical checks could not judge, counted by
+/// reason: "veto and hold-back skipped on 3 passages: cross-lingual, en → ru".
+fn print_unjudged(candidates: &[Candidate]) {
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for why in candidates.iter().filter_map(|c| c.unjudged.as_deref()) {
+        match reasons.iter_mut().find(|(r, _)| *r == why) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((why, 1)),
+        }
+    }
+    for (why, n) in reasons {
+        println!(
+            "  veto and hold-back skipped on {}: {why}",
+            crate::words::count(n, "passage")
+        );
+    }
 }
 
 /// A lane's `below_floor` tail on one line, title and cosine each, labelled
@@ -173,6 +192,12 @@ fn print_explain(r: &crate::lanes::MatchResponse) {
          in an order that fuses the two ranks",
         e.topic_search.describe()
     );
+    println!(
+        "  query language: {}",
+        e.query_language
+            .as_deref()
+            .unwrap_or("not told (each passage judged in its own language)")
+    );
     // Each lane's second number: the subject lane's is the cross-encoder's
     // logit; the topic lane's is its keyword rank (it has no logit).
     let rerank = |c: &Candidate| match c.rerank {
@@ -196,8 +221,13 @@ fn print_explain(r: &crate::lanes::MatchResponse) {
                 .as_ref()
                 .map(|p| p.join(" > "))
                 .unwrap_or_default();
+            let unjudged = c
+                .unjudged
+                .as_ref()
+                .map(|why| format!("  [veto and hold-back skipped: {why}]"))
+                .unwrap_or_default();
             println!(
-                "  {lane:<8} {:>5} cosine {:.3} {second}  {:<22} {} {path}",
+                "  {lane:<8} {:>5} cosine {:.3} {second}  {:<22} {} {path}{unjudged}",
                 c.doc,
                 c.cosine.get(),
                 c.decision.as_str(),

@@ -22,6 +22,9 @@ pub struct LogEntry {
     pub calibrated: bool,
     pub admitted: bool,
     pub decision: String,
+    /// Why the lexical checks could not judge this candidate, if they could
+    /// not ([`Candidate::unjudged`]).
+    pub unjudged: Option<String>,
 }
 
 /// Per lane: its name, its candidates, the cosine scorer and, when one ran,
@@ -72,8 +75,8 @@ pub fn record(
     let tx = store.conn.transaction()?;
     {
         let mut insert = tx.prepare_cached(
-            "INSERT INTO retrieval_log (at, query, lane, doc, score, scale, scorer, calibrated, admitted, decision)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO retrieval_log (at, query, lane, doc, score, scale, scorer, calibrated, admitted, decision, unjudged)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )?;
         let at = now();
         for (lane, candidates, cosine_scorer, ce_scorer) in lanes {
@@ -96,7 +99,8 @@ pub fn record(
                     scorer,
                     calibrated,
                     c.decision == Decision::Admitted,
-                    c.decision.as_str()
+                    c.decision.as_str(),
+                    c.unjudged
                 ])?;
             }
         }
@@ -109,7 +113,7 @@ pub fn record(
 /// The newest `limit` entries, newest first.
 pub fn read(store: &Store, limit: usize) -> Result<Vec<LogEntry>> {
     let mut stmt = store.conn.prepare(
-        "SELECT at, query, lane, doc, score, scale, scorer, calibrated, admitted, decision
+        "SELECT at, query, lane, doc, score, scale, scorer, calibrated, admitted, decision, unjudged
          FROM retrieval_log ORDER BY id DESC LIMIT ?1",
     )?;
     let rows = stmt.query_map([limit as i64], |r| {
@@ -131,6 +135,7 @@ pub fn read(store: &Store, limit: usize) -> Result<Vec<LogEntry>> {
             calibrated: r.get(7)?,
             admitted: r.get(8)?,
             decision: r.get(9)?,
+            unjudged: r.get(10)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

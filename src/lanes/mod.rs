@@ -11,6 +11,7 @@
 //! [`LaneOutcome`], including the rules for weak fallbacks and for the
 //! `below_floor` tail.
 
+pub mod floors;
 pub mod log;
 pub mod merge;
 pub mod outcome;
@@ -23,7 +24,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::language::Language;
 use crate::score::{Cosine, RerankLogit, ScorerId};
+pub use floors::CosineFloors;
 use crate::store::Coverage;
 pub use outcome::{LaneOutcome, LaneState, LaneView};
 
@@ -169,6 +172,11 @@ pub struct Candidate {
     /// the keyword index found it; its order fuses this with the cosine rank.
     pub keyword_rank: Option<u32>,
     pub decision: Decision,
+    /// Why the topic lane's lexical checks (the heading veto and the
+    /// hold-back) could not judge this passage ("cross-lingual, en → ru"):
+    /// they then neither vetoed nor held it back, and its decision is its
+    /// floor's alone. None where they judged it.
+    pub unjudged: Option<String>,
 }
 
 /// Query embeddings and cross-encoder scores, so that typing the same query
@@ -185,12 +193,15 @@ pub struct Cache {
     pub coverage: Option<((i64, String), (Coverage, Coverage))>,
 }
 
-/// A query as both lanes see it: its text, its embedding, and how many hits
-/// to return per lane.
+/// A query as both lanes see it: its text, its embedding, its language
+/// (none when it does not tell), the floors of the embedder that made its
+/// vector, and how many hits to return per lane.
 #[derive(Debug, Clone, Copy)]
 pub struct LaneQuery<'a> {
     pub text: &'a str,
     pub vector: &'a [f32],
+    pub language: Option<Language>,
+    pub floors: &'a CosineFloors,
     pub top_k: usize,
 }
 
@@ -327,6 +338,9 @@ pub struct Explain {
     /// Why the topic lane held back on this query, when it did: the query's
     /// words no passage uses ([`topic::held_back`]).
     pub topic_held_back: Option<String>,
+    /// The query's language ("en"), which the lexical checks compare each
+    /// passage's with; none when the query does not tell.
+    pub query_language: Option<String>,
 }
 
 /// The answer to one query: two lanes, never merged.

@@ -1,8 +1,10 @@
 //! The subject lane: "is this document what the query is ABOUT?"
 //!
 //! 1. Cosine between the query and each card decides eligibility, and is the
-//!    number shown. Below [`SUBJECT_GATE`] a card is not even a candidate; if
-//!    no card reaches [`SUBJECT_FLOOR`], the cross-encoder is not run at all.
+//!    number shown. Below its embedder's gate ([`SUBJECT_GATE`] for
+//!    all-MiniLM-L6-v2, [`CosineFloors`] for each) a card is not even a
+//!    candidate; if no card reaches its floor ([`SUBJECT_FLOOR`]), the
+//!    cross-encoder is not run at all.
 //! 2. The cross-encoder orders the eligible cards and admits those at or over
 //!    [`RERANK_FLOOR`], a floor on its own scale, but only when it and
 //!    cosine put the same card first ([`first_agreed`]), or when the
@@ -18,14 +20,15 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::{
-    Candidate, Decision, LaneQuery, LaneRun, SUBJECT_CANDIDATES, SubjectHit, Unready, locations,
+    Candidate, CosineFloors, Decision, LaneQuery, LaneRun, SUBJECT_CANDIDATES, SubjectHit, Unready, locations,
 };
 use crate::error::Result;
 use crate::models::Reranker;
 use crate::score::{Cosine, Floor, RerankLogit, Scale, ScorerId, ScorerKind};
 use crate::store::{Store, vector_blob};
 
-/// Cards under this cosine are not candidates at all, not even weak ones.
+/// Cards under this cosine (all-MiniLM-L6-v2) are not candidates at all,
+/// not even weak ones.
 /// Below every floor, so ordinary browsing never pays for the reranker.
 pub const SUBJECT_GATE: Cosine = Cosine::new(0.15);
 
@@ -169,7 +172,7 @@ pub fn run<'a>(
         mut candidates,
         eligible,
         weak,
-    } = scan(store, query_vec, top_k, fingerprint, model)?;
+    } = scan(store, query_vec, q.floors, top_k, fingerprint, model)?;
     if eligible.is_empty() {
         // The gate: nothing could be admitted, so the cross-encoder is not run.
         return Ok((
@@ -207,6 +210,7 @@ struct Scan {
 fn scan(
     store: &Store,
     query_vec: &[f32],
+    floors: &CosineFloors,
     top_k: usize,
     fingerprint: &str,
     model: &str,
@@ -247,7 +251,7 @@ fn scan(
         let Some(first) = locs.first().cloned() else {
             continue;
         };
-        let decision = by_cosine(cosine);
+        let decision = by_cosine(floors, cosine);
         candidates.push(Candidate {
             doc: first.doc,
             title: first.title.clone(),
@@ -256,6 +260,7 @@ fn scan(
             heading_path: None,
             keyword_rank: None,
             decision,
+            unjudged: None,
         });
         let hit = SubjectHit {
             doc: first.doc,
@@ -280,12 +285,13 @@ fn scan(
     })
 }
 
-/// A card's decision by its cosine: under the gate, under the floor, or
-/// provisionally admitted (the cross-encoder decides).
-fn by_cosine(cosine: Cosine) -> Decision {
-    if cosine < SUBJECT_GATE {
+/// A card's decision by its cosine, on its embedder's floors: under the
+/// gate, under the floor, or provisionally admitted (the cross-encoder
+/// decides).
+fn by_cosine(floors: &CosineFloors, cosine: Cosine) -> Decision {
+    if cosine < floors.subject_gate {
         Decision::BelowGate
-    } else if SUBJECT_FLOOR.admits(cosine) {
+    } else if floors.subject.admits(cosine) {
         Decision::Admitted // provisional: the cross-encoder decides below
     } else {
         Decision::BelowCosineFloor

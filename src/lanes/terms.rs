@@ -1,26 +1,29 @@
 //! The heading veto's notion of "mentions": the query's content words,
 //! Snowball-stemmed, against the stemmed words of a passage's heading path and
-//! its document's title. "Starters" mentions "starter"; "start" does not
-//! mention "starter" (different stems), which is the point of the veto.
+//! its document's title, in one language ([`crate::language::lexical_rule`]).
+//! "Starters" mentions "starter"; "start" does not mention "starter"
+//! (different stems), which is the point of the veto.
 
 use std::collections::HashSet;
 
-use rust_stemmers::{Algorithm, Stemmer};
+use crate::language::{Language, WordRule};
 
-/// Stemmed content terms of a text.
+/// Stemmed content terms of an English text: the rule the answer's
+/// support check was calibrated with (`answer`), not the lanes', which
+/// judge each passage in its own language.
 pub fn stems(text: &str) -> HashSet<String> {
-    stem_sequence(text).into_iter().collect()
+    english().stems(text)
 }
 
-/// Stemmed content terms of a text, in order, repeats kept.
+/// Stemmed content terms of an English text, in order, repeats kept.
 pub fn stem_sequence(text: &str) -> Vec<String> {
-    let stemmer = Stemmer::create(Algorithm::English);
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .filter(|w| !crate::words::is_function_word(w))
-        .map(|w| stemmer.stem(&w).into_owned())
-        .collect()
+    english().stem_sequence(text)
+}
+
+fn english() -> WordRule {
+    Language::ENGLISH
+        .rule()
+        .expect("English has a word rule")
 }
 
 /// True when any content term of the query appears in the passage's heading
@@ -33,8 +36,10 @@ pub fn stem_sequence(text: &str) -> Vec<String> {
 /// its own words are all the document says of its subject, so they stand in
 /// too. (A card says nothing of "hello" in a note that reads "hello there":
 /// its key terms need a word twice and its `what:` line five words.)
-/// A query with no content terms (only stopwords) mentions nothing.
+/// A query with no content terms (only stopwords) mentions nothing. The
+/// query's terms and the passage's are stemmed by one `rule`.
 pub fn mentions(
+    rule: WordRule,
     query: &HashSet<String>,
     heading_path: &[String],
     title: &str,
@@ -44,13 +49,13 @@ pub fn mentions(
     if query.is_empty() {
         return false;
     }
-    let mut context = stems(title);
+    let mut context = rule.stems(title);
     for h in heading_path {
-        context.extend(stems(h));
+        context.extend(rule.stems(h));
     }
     if heading_path.iter().all(|h| h.trim() == title.trim()) {
         for t in card.iter().map(String::as_str).chain(whole) {
-            context.extend(stems(t));
+            context.extend(rule.stems(t));
         }
     }
     query.iter().any(|q| context.contains(q))
@@ -64,6 +69,7 @@ mod tests {
     fn inflections_mention_and_collisions_do_not() {
         let q = stems("how do I feed sourdough starters");
         assert!(mentions(
+            english(),
             &q,
             &["Sourdough Starter".into(), "Feeding".into()],
             "",
@@ -72,6 +78,7 @@ mod tests {
         ));
         let q = stems("starter home mortgage rates");
         assert!(!mentions(
+            english(),
             &q,
             &["Getting Started".into()],
             "Lathe basics",
@@ -79,6 +86,7 @@ mod tests {
             None
         ));
         assert!(mentions(
+            english(),
             &q,
             &[],
             "Starter Home Mortgage Rates Explained",
@@ -86,6 +94,7 @@ mod tests {
             None
         ));
         assert!(!mentions(
+            english(),
             &stems("how is the"),
             &["How it is".into()],
             "",
@@ -94,24 +103,25 @@ mod tests {
         ));
         // Key terms count only where there are no headings to read.
         let terms = ["mortgage".to_string()];
-        assert!(mentions(&q, &[], "000123", &terms, None));
-        assert!(!mentions(&q, &["Deposits".into()], "000123", &terms, None));
+        assert!(mentions(english(), &q, &[], "000123", &terms, None));
+        assert!(!mentions(english(), &q, &["Deposits".into()], "000123", &terms, None));
         // So does the card's what line (an abstract's opening sentence).
         let card = [
             "flow".to_string(),
             "An experimental study of mortgage rates for first homes.".to_string(),
         ];
-        assert!(mentions(&q, &[], "000123", &card, None));
-        assert!(!mentions(&q, &["Deposits".into()], "000123", &card, None));
+        assert!(mentions(english(), &q, &[], "000123", &card, None));
+        assert!(!mentions(english(), &q, &["Deposits".into()], "000123", &card, None));
         // A heading path that only repeats the title is no headings.
-        assert!(mentions(&q, &["000123".into()], "000123", &card, None));
+        assert!(mentions(english(), &q, &["000123".into()], "000123", &card, None));
         // A note with no card to speak of: its one passage is its subject.
         let q = stems("hello");
-        assert!(!mentions(&q, &[], "note", &[], None));
-        assert!(mentions(&q, &[], "note", &[], Some("hello there")));
+        assert!(!mentions(english(), &q, &[], "note", &[], None));
+        assert!(mentions(english(), &q, &[], "note", &[], Some("hello there")));
         // Only where there are no headings: under a heading the veto reads
         // the heading, however short the document.
         assert!(!mentions(
+            english(),
             &q,
             &["Greetings".into()],
             "note",

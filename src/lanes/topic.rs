@@ -13,6 +13,7 @@ use super::{
     Candidate, Decision, LaneQuery, LaneRun, Location, TOPIC_CANDIDATES, TopicHit, locations,
 };
 use crate::error::Result;
+use crate::language::{Language, WordRule, lexical_rule};
 use crate::score::{Cosine, Floor, ScorerId, ScorerKind};
 use crate::store::Store;
 use crate::store::keywords::Vocabulary;
@@ -106,7 +107,6 @@ pub fn held_back(v: &Vocabulary) -> Option<String> {
 pub fn run(
     store: &Store,
     q: &LaneQuery<'_>,
-    query_terms: &HashSet<String>,
     fingerprint: &str,
     model: &str,
 ) -> Result<(LaneRun<TopicHit>, Search, Option<String>)> {
@@ -119,20 +119,24 @@ pub fn run(
         model: model.to_string(),
     };
     let mut judged = Vec::new();
+    let mut terms = QueryTerms::default();
     for (best, keyword_rank) in pool.in_fused_order() {
-        if let Some(j) = judge(store, query_terms, &scorer, best, keyword_rank)? {
+        if let Some(j) = judge(store, q, &mut terms, &scorer, best, keyword_rank)? {
             judged.push(j);
         }
     }
     // The lane fires only on a passage at its floor that the veto passes,
     // for a query the library's words mostly cover. It says it held back
     // only when it held back such a passage: otherwise the floor or the
-    // veto is the reason, and the candidates say so.
-    let would_fire = judged.iter().any(|(c, _)| c.decision == Decision::Admitted);
+    // veto is the reason, and the candidates say so. A passage in another
+    // language than the query's is not held back: no word of the query
+    // could be its word.
+    let judgeable = |c: &Candidate| c.decision == Decision::Admitted && c.unjudged.is_none();
+    let would_fire = judged.iter().any(|(c, _)| judgeable(c));
     let held_back = unfamiliar_words.filter(|_| would_fire);
     if held_back.is_some() {
         for (c, _) in &mut judged {
-            if c.decision == Decision::Admitted {
+            if judgeable(c) {
                 c.decision = Decision::Unfamiliar;
             }
         }
@@ -147,7 +151,7 @@ pub fn run(
     for (mut candidate, hit) in judged {
         if candidate.decision == Decision::BelowCosineFloor
             && fires
-            && TOPIC_TAIL_FLOOR.admits(candidate.cosine)
+            && q.floors.topic_tail.admits(candidate.cosine)
         {
             candidate.decision = Decision::Admitted;
         }
@@ -272,12 +276,28 @@ fn keep_best(best: &mut HashMap<i64, Best>, passage: Best) {
     }
 }
 
-/// A document's best passage under the heading veto and [`TOPIC_FLOOR`]: its
-/// candidate (with the decision) and its hit; none when no document holds
-/// its content or its chunk is gone.
+/// The query's stemmed terms under each word rule a passage was judged by,
+/// stemmed once per language.
+#[derive(Default)]
+struct QueryTerms(HashMap<Language, HashSet<String>>);
+
+impl QueryTerms {
+    fn under(&mut self, rule: WordRule, query: &str) -> &HashSet<String> {
+        self.0
+            .entry(rule.language())
+            .or_insert_with(|| rule.stems(query))
+    }
+}
+
+/// A document's best passage under the heading veto and its embedder's
+/// topic floor: its candidate (with the decision) and its hit; none when no
+/// document holds its content or its chunk is gone. The veto judges only a
+/// passage in the query's language ([`lexical_rule`]); one it cannot judge
+/// is not vetoed, and its candidate says why.
 fn judge(
     store: &Store,
-    query_terms: &HashSet<String>,
+    q: &LaneQuery<'_>,
+    terms: &mut QueryTerms,
     scorer: &ScorerId,
     best: Best,
     keyword_rank: Option<u32>,
@@ -325,8 +345,17 @@ fn judge(
     card.extend(what);
     // The passage is the whole document when it is its only chunk.
     let whole = (chunks == 1).then_some(text.as_str());
-    let vetoed = !super::terms::mentions(query_terms, &heading_path, &first.title, &card, whole);
-    let decision = match (vetoed, TOPIC_FLOOR.admits(cosine)) {
+    let language = store.chunk_language(chunk)?;
+    let (vetoed, unjudged) = match lexical_rule(q.language, language) {
+        Ok(rule) => {
+            let query_terms = terms.under(rule, q.text);
+            let mentioned =
+                super::terms::mentions(rule, query_terms, &heading_path, &first.title, &card, whole);
+            (!mentioned, None)
+        }
+        Err(why) => (false, Some(why.says())),
+    };
+    let decision = match (vetoed, q.floors.topic.admits(cosine)) {
         (true, _) => Decision::Vetoed,
         (false, true) => Decision::Admitted,
         (false, false) => Decision::BelowCosineFloor,
@@ -339,6 +368,7 @@ fn judge(
         heading_path: Some(heading_path.clone()),
         keyword_rank,
         decision,
+        unjudged,
     };
     let hit = TopicHit {
         doc: first.doc,

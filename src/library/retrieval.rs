@@ -52,7 +52,7 @@ impl Library {
         let started = std::time::Instant::now();
         let query_vec = self.embed_query(query)?;
         let embed_ms = ms(started);
-        let terms = lanes::terms::stems(query);
+        let language = crate::language::detect_query(query, &self.store.languages()?);
 
         let started = std::time::Instant::now();
         let models = &self.config.models;
@@ -60,6 +60,8 @@ impl Library {
         let q = lanes::LaneQuery {
             text: query,
             vector: &query_vec,
+            language,
+            floors: lanes::CosineFloors::of(models.embedder),
             top_k,
         };
         let (subject, gate_skipped) = lanes::subject::run(
@@ -75,7 +77,7 @@ impl Library {
 
         let started = std::time::Instant::now();
         let (topic, topic_search, topic_held_back) =
-            lanes::topic::run(&self.store, &q, &terms, &fp.chunk, &fp.model)?;
+            lanes::topic::run(&self.store, &q, &fp.chunk, &fp.model)?;
         let topic_ms = ms(started);
 
         let (cosine_scorer, ce_scorer) = self.scorers(&fp);
@@ -118,6 +120,7 @@ impl Library {
                 topic_ms,
                 topic_search,
                 topic_held_back,
+                query_language: language.map(|l| l.code().to_string()),
             },
         })
     }

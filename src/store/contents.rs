@@ -291,8 +291,8 @@ impl Store {
         }
         Store::delete_chunks(tx, content_id)?;
         let mut insert = tx.prepare_cached(
-            "INSERT INTO chunks (content_id, seq, heading_path, section, start, end, page, text, embedded_with)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+            "INSERT INTO chunks (content_id, seq, heading_path, section, start, end, page, text, embedded_with, language)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
         )?;
         let mut insert_vec = tx.prepare_cached(
             "INSERT INTO chunk_vectors (chunk_id, embedding, fingerprint) VALUES (?1, ?2, ?3)",
@@ -313,14 +313,15 @@ impl Store {
                     c.end as i64,
                     c.page,
                     c.text,
-                    fingerprint
+                    fingerprint,
+                    super::languages::code_of(&c.text)
                 ],
                 |r| r.get(0),
             )?;
             insert_vec.execute(params![id, vector_blob(v), fingerprint])?;
             insert_signs.execute(params![id, vector_blob(v), fingerprint])?;
         }
-        Ok(())
+        Store::settle_content_language(tx, content_id)
     }
 
     /// Replaces the card of a content, with its vector.

@@ -63,6 +63,9 @@ pub struct DocumentRow {
     pub kind: Option<String>,
     /// The reader that produced its text (`extract::Reader`); none when broken.
     pub reader: Option<String>,
+    /// The language most of its text is in ("en", "ru"; `und` when its
+    /// text does not tell); none when broken.
+    pub language: Option<String>,
     pub source: String,
     pub bytes: u64,
     pub chunks: u64,
@@ -174,7 +177,7 @@ impl Store {
                     (SELECT count(*) FROM chunks k WHERE k.content_id = d.content_id
                         AND k.embedded_with IS NOT ?1),
                     (SELECT embedded_with IS NOT ?2 FROM cards WHERE content_id = d.content_id),
-                    c.reader
+                    c.reader, c.language
              FROM documents d LEFT JOIN contents c ON c.id = d.content_id
              WHERE ?3 IS NULL OR d.id = ?3
              ORDER BY d.id",
@@ -189,6 +192,7 @@ impl Store {
                 title: r.get(1)?,
                 kind: r.get(2)?,
                 reader: r.get(15)?,
+                language: r.get(16)?,
                 source: r.get(3)?,
                 bytes: r.get::<_, i64>(4)? as u64,
                 content_hash: r.get(5)?,

@@ -8,6 +8,7 @@ mod contents;
 mod documents;
 mod identity;
 pub mod keywords;
+mod languages;
 mod schema;
 pub mod signs;
 pub mod synthetic;
@@ -93,6 +94,7 @@ impl Store {
             word_uses: keywords::WordUses::default(),
         };
         schema::migrate(&mut store.conn, path)?;
+        store.detect_languages()?;
         Ok(store)
     }
 

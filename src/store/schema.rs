@@ -244,6 +244,17 @@ pub(super) const MIGRATIONS: &[&str] = &[
         source TEXT NOT NULL
     );
     "#,
+    // 13: each passage's language and its content's (`crate::language`):
+    //    an ISO code, 'und' where the text does not tell, NULL until looked
+    //    at ([`crate::store::Store::detect_languages`] fills the rows written
+    //    before this version); and in the retrieval log, why the lexical
+    //    checks could not judge a candidate (another language than the
+    //    query's).
+    r#"
+    ALTER TABLE chunks ADD COLUMN language TEXT;
+    ALTER TABLE contents ADD COLUMN language TEXT;
+    ALTER TABLE retrieval_log ADD COLUMN unjudged TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -42,3 +42,16 @@ export function score(n: number | null | undefined, digits = 3): string {
 export function count(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
+
+/** A document's language as stored ("ru", "und"), in words: "Russian (ru)";
+ *  "language not told" where its text did not tell. */
+export function language(code: string): string {
+  if (code === "und") return "language not told";
+  let name: string | undefined;
+  try {
+    name = new Intl.DisplayNames(["en"], { type: "language" }).of(code);
+  } catch {
+    name = undefined;
+  }
+  return name && name !== code ? `${name} (${code})` : code;
+}
