@@ -215,6 +215,13 @@ export type Candidate = {
 	 */
 	keyword_rank: number | null,
 	decision: Decision,
+	/**
+	 *  Why the topic lane's lexical checks (the heading veto and the
+	 *  hold-back) could not judge this passage ("cross-lingual, en → ru"):
+	 *  they then neither vetoed nor held it back, and its decision is its
+	 *  floor's alone. None where they judged it.
+	 */
+	unjudged: string | null,
 };
 
 export type Card = {
@@ -416,6 +423,11 @@ export type DocumentRow = {
 	kind: string | null,
 	/**  The reader that produced its text (`extract::Reader`); none when broken. */
 	reader: string | null,
+	/**
+	 *  The language most of its text is in ("en", "ru"; `und` when its
+	 *  text does not tell); none when broken.
+	 */
+	language: string | null,
 	source: string,
 	bytes: number,
 	chunks: number,
@@ -535,6 +547,11 @@ export type Explain = {
 	 *  words no passage uses ([`topic::held_back`]).
 	 */
 	topic_held_back: string | null,
+	/**
+	 *  The query's language ("en"), which the lexical checks compare each
+	 *  passage's with; none when the query does not tell.
+	 */
+	query_language: string | null,
 };
 
 export type Failure = {
