@@ -100,3 +100,60 @@ fn a_library_keeps_its_embedder_and_a_switch_re_embeds_every_document() {
         assert_eq!(d.state, "indexed", "{d:?}");
     }
 }
+
+/// The veto and the hold-back judge words only within one language: an
+/// English question over Russian passages is neither vetoed nor held back,
+/// and each such candidate says why; a Russian question over the same
+/// passages is judged by Russian stems. Each document knows its language.
+#[test]
+fn the_lexical_checks_judge_within_one_language_and_say_when_they_cannot() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lib = open(dir.path());
+    lib.set_embedder(EmbedderKind::E5Small).unwrap();
+    lib.add(&[s(fixtures().join("multilingual"))], &mut |_| {})
+        .unwrap();
+    let language = |title: &str| {
+        let docs = lib.list().unwrap();
+        let d = docs.iter().find(|d| d.title == title).unwrap();
+        d.language.clone()
+    };
+    assert_eq!(language("Как пчёлы зимуют").as_deref(), Some("ru"));
+    assert_eq!(language("Tuning a guitar by ear").as_deref(), Some("en"));
+
+    let r = lib
+        .match_query("How do honeybees keep warm through the winter?", 5)
+        .unwrap();
+    assert_eq!(r.explain.query_language.as_deref(), Some("en"));
+    let bees = r
+        .explain
+        .topic
+        .iter()
+        .find(|c| c.title == "Как пчёлы зимуют")
+        .expect("the Russian bees passage is a candidate");
+    assert_ne!(bees.decision, carrel::lanes::Decision::Vetoed, "{bees:?}");
+    assert_eq!(bees.unjudged.as_deref(), Some("cross-lingual, en → ru"));
+    let hits: Vec<&str> = r.topic.hits().iter().map(|h| h.title.as_str()).collect();
+    assert_eq!(hits.first(), Some(&"Как пчёлы зимуют"), "{hits:?}");
+    // The English document is judged as before: in English.
+    for c in r.explain.topic.iter().filter(|c| c.title.starts_with("Tuning")) {
+        assert_eq!(c.unjudged, None, "{c:?}");
+    }
+
+    // In Russian, the veto reads Russian stems: "пчёлы" meets "Как пчёлы
+    // зимуют" whatever its ending, and the English guitar page is the
+    // cross-lingual one now.
+    let r = lib.match_query("зимовка пчёл", 5).unwrap();
+    assert_eq!(r.explain.query_language.as_deref(), Some("ru"));
+    for c in &r.explain.topic {
+        match c.title.as_str() {
+            "Как пчёлы зимуют" => {
+                assert_eq!(c.unjudged, None, "{c:?}");
+                assert_ne!(c.decision, carrel::lanes::Decision::Vetoed, "{c:?}");
+            }
+            t if t.starts_with("Tuning") => {
+                assert_eq!(c.unjudged.as_deref(), Some("cross-lingual, ru → en"), "{c:?}")
+            }
+            _ => {}
+        }
+    }
+}

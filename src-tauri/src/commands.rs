@@ -104,6 +104,84 @@ pub async fn add_sources(
     report
 }
 
+/// The library's embedder, those it can switch to, and what a switch costs.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct EmbedderChoice {
+    /// The embedder the library's vectors are made with.
+    pub embedder: String,
+    pub options: Vec<EmbedderOption>,
+    /// Documents a switch re-embeds: every one with text.
+    pub documents: u32,
+}
+
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct EmbedderOption {
+    pub name: String,
+    /// What to run when its files are missing; none when installed.
+    pub missing: Option<String>,
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn embedder_choice(state: State<'_, AppState>) -> Result<EmbedderChoice> {
+    with_library(&state, |l| {
+        let documents = l.list()?.iter().filter(|d| d.chunks > 0).count() as u32;
+        let options = carrel::models::EmbedderKind::ALL
+            .iter()
+            .map(|&kind| {
+                let models = carrel::models::ModelConfig {
+                    embedder: kind,
+                    ..l.config().models.clone()
+                };
+                EmbedderOption {
+                    name: kind.name().to_string(),
+                    missing: carrel::models::Fingerprints::of(&models)
+                        .err()
+                        .map(|_| format!("not installed: run {}", kind.installed_by())),
+                }
+            })
+            .collect();
+        Ok(EmbedderChoice {
+            embedder: l.embedder().name().to_string(),
+            options,
+            documents,
+        })
+    })
+    .await
+}
+
+/// Switches the library in use to `embedder` and re-embeds every document
+/// with progress; meanwhile both lanes say "re-embedding N of M". Returns
+/// how many documents were re-embedded (0 when it already used it).
+#[tauri::command]
+#[specta::specta]
+pub async fn switch_embedder(
+    state: State<'_, AppState>,
+    embedder: String,
+    on_progress: Channel<Progress>,
+) -> Result<u32> {
+    let kind = carrel::models::EmbedderKind::parse(&embedder).ok_or_else(|| {
+        AppError::new(ErrorKind::BadInput, format!("no embedder is called {embedder}"))
+    })?;
+    let config = state.settings().library_config()?;
+    let mut lib = blocking(move || {
+        let mut lib = Library::open(config)?;
+        lib.set_embedder(kind)?;
+        Ok(lib)
+    })
+    .await?;
+    // The shared library reads the new embedder now, so the lanes say what
+    // is stale while the vectors are made again.
+    state.reopen_library()?;
+    blocking(move || {
+        let mut progress = |p: &Progress| {
+            let _ = on_progress.send(p.clone());
+        };
+        Ok(lib.refresh(&mut progress)? as u32)
+    })
+    .await
+}
+
 /// Stops the running import after the document it is writing: what was
 /// added stays, and adding the same files again goes on from there. False
 /// when no import runs.

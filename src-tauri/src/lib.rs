@@ -37,6 +37,8 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::remove_document,
             commands::add_sources,
             commands::cancel_import,
+            commands::embedder_choice,
+            commands::switch_embedder,
             commands::list_watches,
             commands::list_libraries,
             commands::add_remote_library,

@@ -244,6 +244,14 @@ impl AppState {
         Ok(())
     }
 
+    /// Opens the library in use again, so that it reads what another
+    /// connection recorded in its file (its embedder).
+    pub fn reopen_library(&self) -> Result<()> {
+        let library = Library::open(self.settings().library_config()?)?;
+        *lock(&self.library) = library;
+        Ok(())
+    }
+
     /// Keeps the stop request of the import that starts now.
     pub fn import_started(&self, cancel: carrel::ingest::Cancel) {
         *lock(&self.import) = Some(cancel);

@@ -26,6 +26,13 @@ export const commands = {
 	 *  when no import runs.
 	 */
 	cancelImport: () => typedError<boolean, AppError>(__TAURI_INVOKE("cancel_import")),
+	embedderChoice: () => typedError<EmbedderChoice, AppError>(__TAURI_INVOKE("embedder_choice")),
+	/**
+	 *  Switches the library in use to `embedder` and re-embeds every document
+	 *  with progress; meanwhile both lanes say "re-embedding N of M". Returns
+	 *  how many documents were re-embedded (0 when it already used it).
+	 */
+	switchEmbedder: (embedder: string, onProgress: Channel<Progress>) => typedError<number, AppError>(__TAURI_INVOKE("switch_embedder", { embedder, onProgress })),
 	/**
 	 *  The watched folders and URLs, with when each last synced and why it
 	 *  failed, if it did.
@@ -493,6 +500,21 @@ export type ElsewhereHit = {
 	 */
 	rerank: RerankLogit,
 	scorer: string,
+};
+
+/**  The library's embedder, those it can switch to, and what a switch costs. */
+export type EmbedderChoice = {
+	/**  The embedder the library's vectors are made with. */
+	embedder: string,
+	options: EmbedderOption[],
+	/**  Documents a switch re-embeds: every one with text. */
+	documents: number,
+};
+
+export type EmbedderOption = {
+	name: string,
+	/**  What to run when its files are missing; none when installed. */
+	missing: string | null,
 };
 
 /**  Why writing ended. */
