@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test package package-test models lint eval answers follow-ups bench bench-writer bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
+.PHONY: run test package package-test models lint eval answers follow-ups bench bench-embedders bench-writer bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 
@@ -176,6 +176,15 @@ bench: models
 	./bench/fetch-corpus.sh
 	$(CARGO) build --release --bin carrel-bench
 	$(BIN)/release/carrel-bench bench/data --json bench/latest.json
+
+## Each embedder's ingest throughput and peak RSS, in one run: three GNU
+## manuals of the calibration set (sed, grep, wget) into a fresh library per
+## embedder, alternated over two rounds (bench/embedders.sh).
+bench-embedders: models
+	./tools/calibration/build.sh $(CALIBRATION)
+	$(CARGO) build --release --bin carrel
+	mkdir -p $(BIN)/bench-embedders && for m in sed grep wget; do cp -r $(CALIBRATION)/corpus/$$m $(BIN)/bench-embedders/; done
+	./bench/embedders.sh $(BIN)/release/carrel $(BIN)/bench-embedders bench/embedders-latest.json
 
 ## Foreign sources with a real Chroma server (bench/foreign.py): fixtures/labelled
 ## split between a local library and a Chroma collection, nDCG@10 of the local

@@ -128,10 +128,7 @@ impl Floors {
                 "subject rerank floor (cross-encoder logit)",
                 subject::RERANK_FLOOR.value().get(),
             ),
-            topic: Sweep::new(
-                "topic floor (passage cosine)",
-                cosine.topic.value().get(),
-            ),
+            topic: Sweep::new("topic floor (passage cosine)", cosine.topic.value().get()),
             foreign: Sweep::new(
                 "foreign passage floor (cross-encoder logit)",
                 crate::foreign::PASSAGE_FLOOR.value().get(),

@@ -246,9 +246,18 @@ mod tests {
             "cross-lingual, en → ru"
         );
         assert_eq!(lexical_rule(ru, ru).unwrap().language(), Language::RUSSIAN);
-        assert_eq!(lexical_rule(None, ru).unwrap().language(), Language::RUSSIAN);
-        assert_eq!(lexical_rule(en, None).unwrap().language(), Language::ENGLISH);
-        assert_eq!(lexical_rule(None, None).unwrap().language(), Language::ENGLISH);
+        assert_eq!(
+            lexical_rule(None, ru).unwrap().language(),
+            Language::RUSSIAN
+        );
+        assert_eq!(
+            lexical_rule(en, None).unwrap().language(),
+            Language::ENGLISH
+        );
+        assert_eq!(
+            lexical_rule(None, None).unwrap().language(),
+            Language::ENGLISH
+        );
         let jpn = Language::from_code("jpn");
         assert_eq!(
             lexical_rule(jpn, jpn).unwrap_err().says(),

@@ -135,7 +135,12 @@ fn the_lexical_checks_judge_within_one_language_and_say_when_they_cannot() {
     let hits: Vec<&str> = r.topic.hits().iter().map(|h| h.title.as_str()).collect();
     assert_eq!(hits.first(), Some(&"Как пчёлы зимуют"), "{hits:?}");
     // The English document is judged as before: in English.
-    for c in r.explain.topic.iter().filter(|c| c.title.starts_with("Tuning")) {
+    for c in r
+        .explain
+        .topic
+        .iter()
+        .filter(|c| c.title.starts_with("Tuning"))
+    {
         assert_eq!(c.unjudged, None, "{c:?}");
     }
 
@@ -151,7 +156,11 @@ fn the_lexical_checks_judge_within_one_language_and_say_when_they_cannot() {
                 assert_ne!(c.decision, carrel::lanes::Decision::Vetoed, "{c:?}");
             }
             t if t.starts_with("Tuning") => {
-                assert_eq!(c.unjudged.as_deref(), Some("cross-lingual, ru → en"), "{c:?}")
+                assert_eq!(
+                    c.unjudged.as_deref(),
+                    Some("cross-lingual, ru → en"),
+                    "{c:?}"
+                )
             }
             _ => {}
         }

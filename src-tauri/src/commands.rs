@@ -161,7 +161,10 @@ pub async fn switch_embedder(
     on_progress: Channel<Progress>,
 ) -> Result<u32> {
     let kind = carrel::models::EmbedderKind::parse(&embedder).ok_or_else(|| {
-        AppError::new(ErrorKind::BadInput, format!("no embedder is called {embedder}"))
+        AppError::new(
+            ErrorKind::BadInput,
+            format!("no embedder is called {embedder}"),
+        )
     })?;
     let config = state.settings().library_config()?;
     let mut lib = blocking(move || {

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Cli, models, print_json, progress_bar};
-use crate::sweep::{At, NOISE_TARGET};
 use crate::models::EmbedderKind;
+use crate::sweep::{At, NOISE_TARGET};
 use crate::{Error, LibraryConfig};
 
 /// The arguments of `carrel eval`.

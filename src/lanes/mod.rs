@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::language::Language;
 use crate::score::{Cosine, RerankLogit, ScorerId};
-pub use floors::CosineFloors;
 use crate::store::Coverage;
+pub use floors::CosineFloors;
 pub use outcome::{LaneOutcome, LaneState, LaneView};
 
 /// Chunks fetched by KNN before taking the best passage per document; wide

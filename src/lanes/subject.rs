@@ -20,7 +20,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::{
-    Candidate, CosineFloors, Decision, LaneQuery, LaneRun, SUBJECT_CANDIDATES, SubjectHit, Unready, locations,
+    Candidate, CosineFloors, Decision, LaneQuery, LaneRun, SUBJECT_CANDIDATES, SubjectHit, Unready,
+    locations,
 };
 use crate::error::Result;
 use crate::models::Reranker;

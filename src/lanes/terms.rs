@@ -21,9 +21,7 @@ pub fn stem_sequence(text: &str) -> Vec<String> {
 }
 
 fn english() -> WordRule {
-    Language::ENGLISH
-        .rule()
-        .expect("English has a word rule")
+    Language::ENGLISH.rule().expect("English has a word rule")
 }
 
 /// True when any content term of the query appears in the passage's heading
@@ -104,20 +102,48 @@ mod tests {
         // Key terms count only where there are no headings to read.
         let terms = ["mortgage".to_string()];
         assert!(mentions(english(), &q, &[], "000123", &terms, None));
-        assert!(!mentions(english(), &q, &["Deposits".into()], "000123", &terms, None));
+        assert!(!mentions(
+            english(),
+            &q,
+            &["Deposits".into()],
+            "000123",
+            &terms,
+            None
+        ));
         // So does the card's what line (an abstract's opening sentence).
         let card = [
             "flow".to_string(),
             "An experimental study of mortgage rates for first homes.".to_string(),
         ];
         assert!(mentions(english(), &q, &[], "000123", &card, None));
-        assert!(!mentions(english(), &q, &["Deposits".into()], "000123", &card, None));
+        assert!(!mentions(
+            english(),
+            &q,
+            &["Deposits".into()],
+            "000123",
+            &card,
+            None
+        ));
         // A heading path that only repeats the title is no headings.
-        assert!(mentions(english(), &q, &["000123".into()], "000123", &card, None));
+        assert!(mentions(
+            english(),
+            &q,
+            &["000123".into()],
+            "000123",
+            &card,
+            None
+        ));
         // A note with no card to speak of: its one passage is its subject.
         let q = stems("hello");
         assert!(!mentions(english(), &q, &[], "note", &[], None));
-        assert!(mentions(english(), &q, &[], "note", &[], Some("hello there")));
+        assert!(mentions(
+            english(),
+            &q,
+            &[],
+            "note",
+            &[],
+            Some("hello there")
+        ));
         // Only where there are no headings: under a heading the veto reads
         // the heading, however short the document.
         assert!(!mentions(

@@ -13,7 +13,7 @@ use super::{
     Candidate, Decision, LaneQuery, LaneRun, Location, TOPIC_CANDIDATES, TopicHit, locations,
 };
 use crate::error::Result;
-use crate::language::{Language, WordRule, lexical_rule};
+use crate::language::{Language, Unjudged, WordRule, lexical_rule};
 use crate::score::{Cosine, Floor, ScorerId, ScorerKind};
 use crate::store::Store;
 use crate::store::keywords::Vocabulary;
@@ -349,13 +349,27 @@ fn judge(
     let (vetoed, unjudged) = match lexical_rule(q.language, language) {
         Ok(rule) => {
             let query_terms = terms.under(rule, q.text);
-            let mentioned =
-                super::terms::mentions(rule, query_terms, &heading_path, &first.title, &card, whole);
+            let mentioned = super::terms::mentions(
+                rule,
+                query_terms,
+                &heading_path,
+                &first.title,
+                &card,
+                whole,
+            );
             (!mentioned, None)
         }
-        Err(why) => (false, Some(why.says())),
+        Err(why) => (false, Some(why)),
     };
-    let decision = match (vetoed, q.floors.topic.admits(cosine)) {
+    // A passage in another language is held to the floor calibrated across
+    // languages: the embedder scores a translation lower than the same
+    // words, and no veto stands behind this floor.
+    let floor = match unjudged {
+        Some(Unjudged::CrossLingual { .. }) => q.floors.cross_lingual,
+        _ => q.floors.topic,
+    };
+    let unjudged = unjudged.map(Unjudged::says);
+    let decision = match (vetoed, floor.admits(cosine)) {
         (true, _) => Decision::Vetoed,
         (false, true) => Decision::Admitted,
         (false, false) => Decision::BelowCosineFloor,

@@ -8,25 +8,59 @@ use super::Store;
 use crate::error::Result;
 use crate::language::{self, Language, UNDETERMINED};
 
-/// What is stored for a passage's text: its language's code, or
-/// [`UNDETERMINED`].
+/// The share of a document's text a language needs for its passages to keep
+/// it as their own ([`Store::settle_content_language`]).
+const SECTION_SHARE: f64 = 0.2;
+
+/// What is stored for a passage's text, as it is written: its language's
+/// code, or [`UNDETERMINED`]; settled with its document's after.
 pub(crate) fn code_of(text: &str) -> &'static str {
     language::detect(text).map_or(UNDETERMINED, Language::code)
 }
 
 impl Store {
-    /// Sets a content's language to the one most of its passages' text is
-    /// in (by characters); undetermined when none of them tells.
+    /// Settles a content's language and its passages': the document's is
+    /// the one most of its passages' text is in (by characters). A passage
+    /// keeps a language of its own only where that language holds at least
+    /// [`SECTION_SHARE`] of the document's text (a document that mixes
+    /// languages, section by section); a stray one (a table of character
+    /// names read as Welsh, a C prototype read as French) and one whose text
+    /// does not tell take the document's. A document none of whose passages
+    /// tells is undetermined.
     pub(crate) fn settle_content_language(tx: &Transaction<'_>, content_id: i64) -> Result<()> {
+        let shares: Vec<(String, i64)> = tx
+            .prepare_cached(
+                "SELECT language, SUM(length(text)) FROM chunks
+                 WHERE content_id = ?1 AND language IS NOT NULL AND language != ?2
+                 GROUP BY language ORDER BY 2 DESC, language",
+            )?
+            .query_map(params![content_id, UNDETERMINED], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let total: i64 = shares.iter().map(|(_, n)| n).sum();
+        let document = shares.first().map_or(UNDETERMINED, |(l, _)| l.as_str());
         tx.execute(
-            "UPDATE contents SET language = COALESCE(
-                 (SELECT language FROM chunks
-                  WHERE content_id = ?1 AND language IS NOT NULL AND language != ?2
-                  GROUP BY language ORDER BY SUM(length(text)) DESC, language LIMIT 1),
-                 ?2)
-             WHERE id = ?1",
-            params![content_id, UNDETERMINED],
+            "UPDATE contents SET language = ?2 WHERE id = ?1",
+            params![content_id, document],
         )?;
+        let sections: Vec<&str> = shares
+            .iter()
+            .filter(|(_, n)| *n as f64 >= SECTION_SHARE * total as f64)
+            .map(|(l, _)| l.as_str())
+            .collect();
+        let mut stray = tx.prepare_cached(
+            "SELECT id, language FROM chunks WHERE content_id = ?1 AND language IS NOT NULL",
+        )?;
+        let rows: Vec<(i64, String)> = stray
+            .query_map([content_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut set = tx.prepare_cached("UPDATE chunks SET language = ?2 WHERE id = ?1")?;
+        for (id, language) in rows {
+            if language != document && !sections.contains(&language.as_str()) {
+                set.execute(params![id, document])?;
+            }
+        }
         Ok(())
     }
 
@@ -42,7 +76,10 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        tracing::info!(passages = rows.len(), "detecting the language of each passage");
+        tracing::info!(
+            passages = rows.len(),
+            "detecting the language of each passage"
+        );
         {
             let mut set = tx.prepare("UPDATE chunks SET language = ?2 WHERE id = ?1")?;
             for (id, text) in &rows {
@@ -69,7 +106,10 @@ impl Store {
         let codes = stmt
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(codes.iter().filter_map(|c| Language::from_code(c)).collect())
+        Ok(codes
+            .iter()
+            .filter_map(|c| Language::from_code(c))
+            .collect())
     }
 
     /// A passage's language, none when its text does not tell.
@@ -80,5 +120,70 @@ impl Store {
             .query_row([chunk], |r| r.get(0))
             .optional()?;
         Ok(code.flatten().as_deref().and_then(Language::from_code))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A document in Russian with an English section of its own keeps both;
+    /// a stray line read as another language, and one that does not tell,
+    /// are its document's.
+    #[test]
+    fn passages_keep_a_language_of_their_own_only_for_a_section() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        let ru = "Пчёлы зимуют в улье плотным клубом и греются, поедая мёд; \
+                  пасечник не открывает улей до весеннего облёта. ";
+        let en = "Bees spend the winter in a tight cluster inside the hive, \
+                  warming themselves by eating the honey they stored. ";
+        let passages = [
+            (ru.repeat(3), "ru"),
+            (ru.repeat(3), "ru"),
+            (en.repeat(2), "en"),
+            ("#include <sys/socket.h>".to_string(), "fr"),
+            ("1 2 3".to_string(), UNDETERMINED),
+        ];
+        let tx = store.conn.transaction().unwrap();
+        tx.execute(
+            "INSERT INTO contents (id, hash, extracted, chars) VALUES (1, 'h', '{}', 1)",
+            [],
+        )
+        .unwrap();
+        for (id, (text, language)) in passages.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO chunks (id, content_id, seq, heading_path, section, start, end, text, language)
+                 VALUES (?1, 1, ?1, '[]', 0, 0, 1, ?2, ?3)",
+                params![id as i64 + 1, text, language],
+            )
+            .unwrap();
+        }
+        Store::settle_content_language(&tx, 1).unwrap();
+        tx.commit().unwrap();
+        let languages = |store: &Store| -> Vec<Option<&str>> {
+            (1..=5)
+                .map(|chunk| store.chunk_language(chunk).unwrap().map(|l| l.code()))
+                .collect()
+        };
+        assert_eq!(
+            languages(&store),
+            [Some("ru"), Some("ru"), Some("en"), Some("ru"), Some("ru")]
+        );
+        assert_eq!(store.languages().unwrap()[0], Language::RUSSIAN);
+        // Rows from before languages were stored are looked at once.
+        store
+            .conn
+            .execute("UPDATE chunks SET language = NULL", [])
+            .unwrap();
+        store
+            .conn
+            .execute("UPDATE contents SET language = NULL", [])
+            .unwrap();
+        store.detect_languages().unwrap();
+        assert_eq!(
+            languages(&store),
+            [Some("ru"), Some("ru"), Some("en"), Some("ru"), Some("ru")]
+        );
     }
 }

@@ -133,6 +133,10 @@ test("add a folder: progress shows, then the documents are listed", async () => 
   const rows = await browser.$$("tbody tr[data-doc]");
   assert.ok(rows.length >= 8, `expected the folder's documents, got ${rows.length} rows`);
   assert.match(await (await $t("ingest-report")).getText(), /Added \d+/);
+  // Each document says the language its text is in.
+  const languages = [];
+  for (const l of await browser.$$('[data-testid="doc-language"]')) languages.push(await l.getText());
+  assert.ok(languages.includes("English (en)"), languages.join(" | "));
   await shot("03-library");
 });
 
@@ -262,6 +266,7 @@ test("the debug pane shows scorer ids, calibration and decisions", async () => {
   assert.match(await (await $t("cosine-scorer")).getText(), /^cosine:/);
   assert.match(await (await $t("rerank-scorer")).getText(), /calibrated/);
   assert.match(await pane.getText(), /admitted|below|vetoed/);
+  assert.equal(await (await $t("query-language")).getText(), "en");
   await shot("07-chat-debug");
   // The topic table's keyword column, below the fold: the sourdough page
   // shares the query's words, so its row carries a keyword rank.
@@ -300,6 +305,14 @@ test("settings show the models, the database check and the cold start", async ()
   const ms = Number((await started.getText()).match(/([\d.]+) ms/)?.[1]);
   assert.ok(ms > 0, "the app reports its cold start");
   console.log(`e2e: cold start to first paint ${ms.toFixed(0)} ms`);
+  // The library's embedder, and what a switch would cost, before any switch.
+  const embedder = await $t("embedder-setting");
+  await until("the embedder in use", async () => (await (await $t("embedder-in-use")).getText()) === "all-MiniLM-L6-v2", 20000);
+  await (await $t("embedder-select")).selectByAttribute("value", "multilingual-e5-small");
+  assert.match(await (await $t("embedder-cost")).getText(), /Switching re-embeds \d+ documents/);
+  await embedder.scrollIntoView();
+  await shot("09b-settings-embedder");
+  await (await $t("embedder-select")).selectByAttribute("value", "all-MiniLM-L6-v2");
   await shot("09-settings");
   await (await browser.$('button[role="radio"]=dark')).click();
   assert.equal(await browser.execute(() => document.documentElement.dataset.theme), "dark");
@@ -468,4 +481,19 @@ test("a library another machine shares is added by URL and token, asked by @kb:,
   await again.waitForDisplayed({ timeout: 30000 });
   await until("the hub shown unreachable", async () => /unreachable \(it last answered [^)]*\): the hub at .* could not be reached/.test(await again.getText()), 60000);
   await shot("15-library-remote-down");
+});
+
+test("Settings switches the library to the multilingual embedder: every document re-embedded, the shelf says so", async () => {
+  await (await browser.$('[data-nav="settings"]')).click();
+  await until("the embedder in use", async () => (await (await $t("embedder-in-use")).getText()) === "all-MiniLM-L6-v2", 20000);
+  await (await $t("embedder-select")).selectByAttribute("value", "multilingual-e5-small");
+  await (await $t("embedder-switch")).click();
+  const setting = await $t("embedder-setting");
+  await until("the switch done", async () => /Re-embedded \d+ documents with multilingual-e5-small/.test(await setting.getText()), 240000);
+  assert.equal(await (await $t("embedder-in-use")).getText(), "multilingual-e5-small");
+  await shot("16-settings-embedder-switched");
+  await (await browser.$('[data-nav="library"]')).click();
+  const shelf = await $t("shelf");
+  await until("the shelf names the new embedder", async () => /multilingual-e5-small/.test(await shelf.getText()), 20000);
+  await shot("17-library-e5");
 });
