@@ -149,6 +149,16 @@ fn the_lexical_checks_judge_within_one_language_and_say_when_they_cannot() {
     // cross-lingual one now.
     let r = lib.match_query("зимовка пчёл", 5).unwrap();
     assert_eq!(r.explain.query_language.as_deref(), Some("ru"));
+    // The cross-encoder reads English: the subject lane does not rank a
+    // Russian question's cards by cosine instead, it says why it cannot.
+    assert_eq!(r.subject.state(), "unavailable");
+    assert!(
+        r.subject.reason().is_some_and(
+            |why| why.starts_with("carrel-ce-v2 reads English; this query is Russian (ru)")
+        ),
+        "{:?}",
+        r.subject.reason()
+    );
     for c in &r.explain.topic {
         match c.title.as_str() {
             "Как пчёлы зимуют" => {

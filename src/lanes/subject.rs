@@ -24,6 +24,7 @@ use super::{
     locations,
 };
 use crate::error::Result;
+use crate::language::Language;
 use crate::models::Reranker;
 use crate::score::{Cosine, Floor, RerankLogit, Scale, ScorerId, ScorerKind};
 use crate::store::{Store, vector_blob};
@@ -172,9 +173,10 @@ pub fn run<'a>(
     let Scan {
         mut candidates,
         eligible,
+        unread,
         weak,
     } = scan(store, query_vec, q.floors, top_k, fingerprint, model)?;
-    if eligible.is_empty() {
+    if eligible.is_empty() && unread.is_empty() {
         // The gate: nothing could be admitted, so the cross-encoder is not run.
         return Ok((
             LaneRun {
@@ -190,6 +192,33 @@ pub fn run<'a>(
         Err(reason) => return Ok((suppress(&mut candidates, &eligible, reason), false)),
     };
     let model_id = reranker.model_id().to_string();
+    // A card or a query the cross-encoder cannot read is never ranked by
+    // cosine instead: the card is unavailable, with why; and a query it
+    // cannot read, or one whose every eligible card it cannot, leaves the
+    // lane unavailable.
+    let name = model_id.split('@').next().unwrap_or(&model_id).to_string();
+    for &(i, language) in &unread {
+        candidates[i].decision = Decision::RerankerUnavailable;
+        candidates[i].unjudged = Some(format!(
+            "{name} reads English; this card is {} ({language})",
+            language.name()
+        ));
+    }
+    if let Some(language) = q.language.filter(|l| !cross_encoder_reads(*l)) {
+        let reason = format!(
+            "{name} reads English; this query is {} ({language}), so no card is ranked by what it is about",
+            language.name()
+        );
+        return Ok((suppress(&mut candidates, &eligible, reason), false));
+    }
+    if eligible.is_empty() {
+        let languages: Vec<String> = unread.iter().map(|(_, l)| l.name().to_string()).collect();
+        let reason = format!(
+            "{name} reads English; every card this query reaches is in another language ({})",
+            languages.join(", ")
+        );
+        return Ok((suppress(&mut candidates, &eligible, reason), false));
+    }
     if let Err(reason) = rerank_missing(reranker, query, &model_id, &eligible, budget, cache) {
         return Ok((suppress(&mut candidates, &eligible, reason), false));
     }
@@ -202,6 +231,9 @@ struct Scan {
     candidates: Vec<Candidate>,
     /// Over the cosine floor: for the cross-encoder to decide.
     eligible: Vec<Eligible>,
+    /// Over the cosine floor, in a language the cross-encoder does not
+    /// read: each candidate's index and its card's language.
+    unread: Vec<(usize, Language)>,
     /// Under the cosine floor (at most `top_k`), in cosine order.
     weak: Vec<SubjectHit>,
 }
@@ -217,7 +249,7 @@ fn scan(
     model: &str,
 ) -> Result<Scan> {
     let mut stmt = store.conn.prepare_cached(
-        "SELECT v.content_id, v.distance, c.text, c.what, t.hash
+        "SELECT v.content_id, v.distance, c.text, c.what, t.hash, t.language
          FROM card_vectors v JOIN cards c ON c.content_id = v.content_id JOIN contents t ON t.id = v.content_id
          WHERE v.embedding MATCH ?1 AND k = ?2 AND v.fingerprint = ?3
          ORDER BY v.distance",
@@ -235,6 +267,7 @@ fn scan(
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
                 r.get::<_, String>(4)?,
+                r.get::<_, Option<String>>(5)?,
             ))
         },
     )?;
@@ -244,9 +277,11 @@ fn scan(
     };
     let mut candidates = Vec::new();
     let mut eligible = Vec::new();
+    let mut unread = Vec::new();
     let mut weak = Vec::new();
     for row in rows {
-        let (content, distance, card_text, what, hash) = row?;
+        let (content, distance, card_text, what, hash, language) = row?;
+        let language = language.as_deref().and_then(Language::from_code);
         let cosine = Cosine::from_distance(distance);
         let locs = locations(store, content)?;
         let Some(first) = locs.first().cloned() else {
@@ -274,7 +309,10 @@ fn scan(
             why: what,
         };
         match decision {
-            Decision::Admitted => eligible.push((hit, (card_text, hash), candidates.len() - 1)),
+            Decision::Admitted => match language.filter(|l| !cross_encoder_reads(*l)) {
+                Some(l) => unread.push((candidates.len() - 1, l)),
+                None => eligible.push((hit, (card_text, hash), candidates.len() - 1)),
+            },
             Decision::BelowCosineFloor if weak.len() < top_k => weak.push(hit),
             _ => {}
         }
@@ -282,8 +320,16 @@ fn scan(
     Ok(Scan {
         candidates,
         eligible,
+        unread,
         weak,
     })
+}
+
+/// Whether the cross-encoders Carrel has (carrel-ce-v1, carrel-ce-v2,
+/// trained on English pairs) read text in `language`; a model given with
+/// `--reranker` is taken to read what they read.
+pub fn cross_encoder_reads(language: Language) -> bool {
+    language == Language::ENGLISH
 }
 
 /// A card's decision by its cosine, on its embedder's floors: under the
