@@ -14,6 +14,7 @@ const LAYERS: &[&str] = &[
     "mention",
     "kb",
     "words",
+    "language",
     "fault",
     "extract",
     "error",

@@ -223,10 +223,14 @@ export type Candidate = {
 	keyword_rank: number | null,
 	decision: Decision,
 	/**
-	 *  Why the topic lane's lexical checks (the heading veto and the
-	 *  hold-back) could not judge this passage ("cross-lingual, en → ru"):
-	 *  they then neither vetoed nor held it back, and its decision is its
-	 *  floor's alone. None where they judged it.
+	 *  Why a check could not judge this candidate. In the topic lane, the
+	 *  lexical checks (the heading veto and the hold-back) on a passage in
+	 *  another language ("cross-lingual, en → ru"): they then neither vetoed
+	 *  nor held it back, and its decision is its floor's alone. In the
+	 *  subject lane, the cross-encoder on a card in a language it does not
+	 *  read ("carrel-ce-v2 reads English; this card is Russian (ru)"): the
+	 *  card is unavailable, never ranked by cosine instead. None where
+	 *  every check judged it.
 	 */
 	unjudged: string | null,
 };
