@@ -8,6 +8,10 @@ use super::Store;
 use crate::error::Result;
 use crate::language::{self, Language, UNDETERMINED};
 
+/// The share of a document's text its language must hold
+/// ([`Store::settle_content_language`]).
+const DOCUMENT_SHARE: f64 = 1.0 / 3.0;
+
 /// The share of a document's text a language needs for its passages to keep
 /// it as their own ([`Store::settle_content_language`]).
 const SECTION_SHARE: f64 = 0.2;
@@ -19,40 +23,47 @@ pub(crate) fn code_of(text: &str) -> &'static str {
 }
 
 impl Store {
-    /// Settles a content's language and its passages': the document's is
-    /// the one most of its passages' text is in (by characters). A passage
-    /// keeps a language of its own only where that language holds at least
+    /// Settles a content's language and its passages'. The document's is
+    /// the one most of its text is in, if that is at least
+    /// [`DOCUMENT_SHARE`] of all of it (passages that do not tell count in
+    /// the whole: a table of character names, two rows of it read as Welsh,
+    /// is no Welsh document); else it does not tell. A passage keeps a
+    /// language of its own only where that language holds at least
     /// [`SECTION_SHARE`] of the document's text (a document that mixes
-    /// languages, section by section); a stray one (a table of character
-    /// names read as Welsh, a C prototype read as French) and one whose text
-    /// does not tell take the document's. A document none of whose passages
-    /// tells is undetermined.
+    /// languages, section by section); a stray one (a C prototype read as
+    /// French) and one whose text does not tell take the document's.
     pub(crate) fn settle_content_language(tx: &Transaction<'_>, content_id: i64) -> Result<()> {
         let shares: Vec<(String, i64)> = tx
             .prepare_cached(
                 "SELECT language, SUM(length(text)) FROM chunks
-                 WHERE content_id = ?1 AND language IS NOT NULL AND language != ?2
+                 WHERE content_id = ?1 AND language IS NOT NULL
                  GROUP BY language ORDER BY 2 DESC, language",
             )?
-            .query_map(params![content_id, UNDETERMINED], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?
+            .query_map([content_id], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
-        let total: i64 = shares.iter().map(|(_, n)| n).sum();
-        let document = shares.first().map_or(UNDETERMINED, |(l, _)| l.as_str());
+        let total = shares.iter().map(|(_, n)| *n).sum::<i64>() as f64;
+        let told: Vec<(&str, f64)> = shares
+            .iter()
+            .filter(|(l, _)| l != UNDETERMINED)
+            .map(|(l, n)| (l.as_str(), *n as f64 / total))
+            .collect();
+        let document = told
+            .first()
+            .filter(|(_, share)| *share >= DOCUMENT_SHARE)
+            .map_or(UNDETERMINED, |(l, _)| l);
         tx.execute(
             "UPDATE contents SET language = ?2 WHERE id = ?1",
             params![content_id, document],
         )?;
-        let sections: Vec<&str> = shares
+        let sections: Vec<&str> = told
             .iter()
-            .filter(|(_, n)| *n as f64 >= SECTION_SHARE * total as f64)
-            .map(|(l, _)| l.as_str())
+            .filter(|(_, share)| *share >= SECTION_SHARE)
+            .map(|(l, _)| *l)
             .collect();
-        let mut stray = tx.prepare_cached(
-            "SELECT id, language FROM chunks WHERE content_id = ?1 AND language IS NOT NULL",
-        )?;
-        let rows: Vec<(i64, String)> = stray
+        let rows: Vec<(i64, String)> = tx
+            .prepare_cached(
+                "SELECT id, language FROM chunks WHERE content_id = ?1 AND language IS NOT NULL",
+            )?
             .query_map([content_id], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         let mut set = tx.prepare_cached("UPDATE chunks SET language = ?2 WHERE id = ?1")?;
@@ -171,6 +182,33 @@ mod tests {
             [Some("ru"), Some("ru"), Some("en"), Some("ru"), Some("ru")]
         );
         assert_eq!(store.languages().unwrap()[0], Language::RUSSIAN);
+        // A table whose text does not tell, two rows of it read as Welsh,
+        // is no Welsh document, and its passages tell nothing.
+        let tx = store.conn.transaction().unwrap();
+        tx.execute(
+            "INSERT INTO contents (id, hash, extracted, chars) VALUES (2, 'g', '{}', 1)",
+            [],
+        )
+        .unwrap();
+        for id in 10..20 {
+            let language = if id < 12 { "cym" } else { UNDETERMINED };
+            tx.execute(
+                "INSERT INTO chunks (id, content_id, seq, heading_path, section, start, end, text, language)
+                 VALUES (?1, 2, ?1, '[]', 0, 0, 1, 'U+00A9 a', ?2)",
+                params![id, language],
+            )
+            .unwrap();
+        }
+        Store::settle_content_language(&tx, 2).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(store.chunk_language(10).unwrap(), None);
+        let table: String = store
+            .conn
+            .query_row("SELECT language FROM contents WHERE id = 2", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(table, UNDETERMINED);
         // Rows from before languages were stored are looked at once.
         store
             .conn

@@ -306,11 +306,10 @@ test("settings show the models, the database check and the cold start", async ()
   assert.ok(ms > 0, "the app reports its cold start");
   console.log(`e2e: cold start to first paint ${ms.toFixed(0)} ms`);
   // The library's embedder, and what a switch would cost, before any switch.
-  const embedder = await $t("embedder-setting");
   await until("the embedder in use", async () => (await (await $t("embedder-in-use")).getText()) === "all-MiniLM-L6-v2", 20000);
   await (await $t("embedder-select")).selectByAttribute("value", "multilingual-e5-small");
   assert.match(await (await $t("embedder-cost")).getText(), /Switching re-embeds \d+ documents/);
-  await embedder.scrollIntoView();
+  await (await $t("embedder-cost")).scrollIntoView({ block: "center" });
   await shot("09b-settings-embedder");
   await (await $t("embedder-select")).selectByAttribute("value", "all-MiniLM-L6-v2");
   await shot("09-settings");
@@ -454,7 +453,7 @@ test("a library another machine shares is added by URL and token, asked by @kb:,
   await (await $t("remote-kb")).setValue("critics");
   await (await $t("remote-token")).setValue(hubToken);
   await (await $t("remote-add")).click();
-  await until("the library from the hub on the shelf", async () => /@kb:critics\s+critics\s+kept by Ben Okafor · 5 documents/.test(await shelf.getText()), 30000);
+  await until("the library from the hub on the shelf", async () => /@kb:critics\s+critics\s+kept by Ben Okafor · 5 documents · all-MiniLM-L6-v2/.test(await shelf.getText()), 30000);
   await shot("13-library-remote");
 
   await (await browser.$('[data-nav="chat"]')).click();
@@ -495,5 +494,6 @@ test("Settings switches the library to the multilingual embedder: every document
   await (await browser.$('[data-nav="library"]')).click();
   const shelf = await $t("shelf");
   await until("the shelf names the new embedder", async () => /multilingual-e5-small/.test(await shelf.getText()), 20000);
+  await shelf.scrollIntoView({ block: "center" });
   await shot("17-library-e5");
 });
