@@ -182,7 +182,7 @@ mod tests {
             [Some("ru"), Some("ru"), Some("en"), Some("ru"), Some("ru")]
         );
         assert_eq!(store.languages().unwrap()[0], Language::RUSSIAN);
-        // A table whose text does not tell, two rows of it read as Welsh,
+        // A table whose text does not tell, two rows in twelve read as Welsh,
         // is no Welsh document, and its passages tell nothing.
         let tx = store.conn.transaction().unwrap();
         tx.execute(
@@ -190,7 +190,7 @@ mod tests {
             [],
         )
         .unwrap();
-        for id in 10..20 {
+        for id in 10..22 {
             let language = if id < 12 { "cym" } else { UNDETERMINED };
             tx.execute(
                 "INSERT INTO chunks (id, content_id, seq, heading_path, section, start, end, text, language)
