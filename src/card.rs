@@ -271,11 +271,9 @@ fn document_rule(doc: &Extracted) -> crate::language::WordRule {
         sample.push_str(&s.text);
         sample.push('\n');
     }
-    let english = crate::language::Language::ENGLISH;
     crate::language::detect(&sample)
         .and_then(|l| l.rule())
-        .or_else(|| english.rule())
-        .expect("English has a word rule")
+        .unwrap_or(crate::language::WordRule::ENGLISH)
 }
 
 /// The top headings: the shallowest level below the title that has more than

@@ -125,6 +125,13 @@ pub struct WordRule {
 }
 
 impl WordRule {
+    /// English's: the rule for a text whose language is not told.
+    pub const ENGLISH: WordRule = WordRule {
+        language: Language::ENGLISH,
+        code: "en",
+        algorithm: Algorithm::English,
+    };
+
     pub fn language(self) -> Language {
         self.language
     }

@@ -6,22 +6,18 @@
 
 use std::collections::HashSet;
 
-use crate::language::{Language, WordRule};
+use crate::language::WordRule;
 
 /// Stemmed content terms of an English text: the rule the answer's
 /// support check was calibrated with (`answer`), not the lanes', which
 /// judge each passage in its own language.
 pub fn stems(text: &str) -> HashSet<String> {
-    english().stems(text)
+    WordRule::ENGLISH.stems(text)
 }
 
 /// Stemmed content terms of an English text, in order, repeats kept.
 pub fn stem_sequence(text: &str) -> Vec<String> {
-    english().stem_sequence(text)
-}
-
-fn english() -> WordRule {
-    Language::ENGLISH.rule().expect("English has a word rule")
+    WordRule::ENGLISH.stem_sequence(text)
 }
 
 /// True when any content term of the query appears in the passage's heading
@@ -67,7 +63,7 @@ mod tests {
     fn inflections_mention_and_collisions_do_not() {
         let q = stems("how do I feed sourdough starters");
         assert!(mentions(
-            english(),
+            WordRule::ENGLISH,
             &q,
             &["Sourdough Starter".into(), "Feeding".into()],
             "",
@@ -76,7 +72,7 @@ mod tests {
         ));
         let q = stems("starter home mortgage rates");
         assert!(!mentions(
-            english(),
+            WordRule::ENGLISH,
             &q,
             &["Getting Started".into()],
             "Lathe basics",
@@ -84,7 +80,7 @@ mod tests {
             None
         ));
         assert!(mentions(
-            english(),
+            WordRule::ENGLISH,
             &q,
             &[],
             "Starter Home Mortgage Rates Explained",
@@ -92,7 +88,7 @@ mod tests {
             None
         ));
         assert!(!mentions(
-            english(),
+            WordRule::ENGLISH,
             &stems("how is the"),
             &["How it is".into()],
             "",
@@ -101,9 +97,9 @@ mod tests {
         ));
         // Key terms count only where there are no headings to read.
         let terms = ["mortgage".to_string()];
-        assert!(mentions(english(), &q, &[], "000123", &terms, None));
+        assert!(mentions(WordRule::ENGLISH, &q, &[], "000123", &terms, None));
         assert!(!mentions(
-            english(),
+            WordRule::ENGLISH,
             &q,
             &["Deposits".into()],
             "000123",
@@ -115,9 +111,9 @@ mod tests {
             "flow".to_string(),
             "An experimental study of mortgage rates for first homes.".to_string(),
         ];
-        assert!(mentions(english(), &q, &[], "000123", &card, None));
+        assert!(mentions(WordRule::ENGLISH, &q, &[], "000123", &card, None));
         assert!(!mentions(
-            english(),
+            WordRule::ENGLISH,
             &q,
             &["Deposits".into()],
             "000123",
@@ -126,7 +122,7 @@ mod tests {
         ));
         // A heading path that only repeats the title is no headings.
         assert!(mentions(
-            english(),
+            WordRule::ENGLISH,
             &q,
             &["000123".into()],
             "000123",
@@ -135,9 +131,9 @@ mod tests {
         ));
         // A note with no card to speak of: its one passage is its subject.
         let q = stems("hello");
-        assert!(!mentions(english(), &q, &[], "note", &[], None));
+        assert!(!mentions(WordRule::ENGLISH, &q, &[], "note", &[], None));
         assert!(mentions(
-            english(),
+            WordRule::ENGLISH,
             &q,
             &[],
             "note",
@@ -147,7 +143,7 @@ mod tests {
         // Only where there are no headings: under a heading the veto reads
         // the heading, however short the document.
         assert!(!mentions(
-            english(),
+            WordRule::ENGLISH,
             &q,
             &["Greetings".into()],
             "note",

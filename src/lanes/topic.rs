@@ -289,6 +289,34 @@ impl QueryTerms {
     }
 }
 
+/// What the heading veto reads of a passage.
+struct VetoContext<'a> {
+    language: Option<Language>,
+    heading_path: &'a [String],
+    title: &'a str,
+    card: &'a [String],
+    whole: Option<&'a str>,
+}
+
+/// Whether the heading veto refuses a passage, judged in one language
+/// ([`lexical_rule`]); a passage it cannot judge is not vetoed, and why
+/// comes back with it.
+fn veto(
+    q: &LaneQuery<'_>,
+    terms: &mut QueryTerms,
+    c: &VetoContext<'_>,
+) -> (bool, Option<Unjudged>) {
+    match lexical_rule(q.language, c.language) {
+        Ok(rule) => {
+            let query_terms = terms.under(rule, q.text);
+            let mentioned =
+                super::terms::mentions(rule, query_terms, c.heading_path, c.title, c.card, c.whole);
+            (!mentioned, None)
+        }
+        Err(why) => (false, Some(why)),
+    }
+}
+
 /// A document's best passage under the heading veto and its embedder's
 /// topic floor: its candidate (with the decision) and its hit; none when no
 /// document holds its content or its chunk is gone. The veto judges only a
@@ -345,22 +373,14 @@ fn judge(
     card.extend(what);
     // The passage is the whole document when it is its only chunk.
     let whole = (chunks == 1).then_some(text.as_str());
-    let language = store.chunk_language(chunk)?;
-    let (vetoed, unjudged) = match lexical_rule(q.language, language) {
-        Ok(rule) => {
-            let query_terms = terms.under(rule, q.text);
-            let mentioned = super::terms::mentions(
-                rule,
-                query_terms,
-                &heading_path,
-                &first.title,
-                &card,
-                whole,
-            );
-            (!mentioned, None)
-        }
-        Err(why) => (false, Some(why)),
+    let context = VetoContext {
+        language: store.chunk_language(chunk)?,
+        heading_path: &heading_path,
+        title: &first.title,
+        card: &card,
+        whole,
     };
+    let (vetoed, unjudged) = veto(q, terms, &context);
     // A passage in another language is held to the floor calibrated across
     // languages: the embedder scores a translation lower than the same
     // words, and no veto stands behind this floor.
