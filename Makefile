@@ -234,11 +234,13 @@ bench-scale: models
 	done
 
 ## Rebuild a cross-encoder from scratch (about 35 min on 2 cores) and check it
-## against the committed one: CE=carrel-ce-v2 (default), carrel-ce-v1, or the
-## two built and not shipped, carrel-ce-v3 and carrel-ce-v4 (models/carrel-ce-v2/MODEL_CARD.md);
-## PROMOTE=1 replaces the committed one.
+## against the committed one: CE=carrel-ce-v2 (default), carrel-ce-v1, or
+## three built and not shipped (models/carrel-ce-v2/MODEL_CARD.md):
+## carrel-ce-v3 (multilingual, from multilingual-e5-small, judged on held-out
+## corpora), carrel-ce-v2-spared and carrel-ce-v2-listwise; PROMOTE=1
+## replaces the committed one.
 reranker: models
-	./tools/reranker/make.sh
+	SHARED_EVAL=$(SHARED_EVAL) ./tools/reranker/make.sh
 
 ## Fuzzing on stable Rust (proptest, tests/fuzz.rs): each target (the HTML,
 ## Markdown, text and PDF extractors in process and through the worker, the

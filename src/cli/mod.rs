@@ -42,7 +42,10 @@ use crate::{Error, Library, LibraryConfig, Limits};
     name = "carrel",
     version,
     about = "A local-first document library",
-    propagate_version = true
+    propagate_version = true,
+    // The flags every command takes come after each command's own, under
+    // their own heading: `carrel source add --help` shows its options first.
+    next_help_heading = "Global options"
 )]
 pub struct Cli {
     /// Library folder [default: $CARREL_LIBRARY, else the platform data dir,

