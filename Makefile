@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: run test package package-test models lint eval answers follow-ups bench bench-embedders bench-writer bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
+.PHONY: longest run test package package-test models lint eval answers follow-ups bench bench-embedders bench-writer bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 
@@ -232,6 +232,11 @@ bench-scale: models
 	  $(BIN)/release/carrel-scale $(BIN)/scale/seed $(SHARED_EVAL)/cranfield/queries.jsonl \
 	    --chunks $$n --work $(BIN)/scale --asks $(ASKS) --json $(BIN)/scale/figures.jsonl || exit 1; \
 	done
+
+## The Rust functions outside tests over 80 lines, longest first (a list
+## for review, not a gate: tools/longest-functions.py says how it counts).
+longest:
+	python3 tools/longest-functions.py --over 80 src
 
 ## Rebuild a cross-encoder from scratch (about 35 min on 2 cores) and check it
 ## against the committed one: CE=carrel-ce-v2 (default), carrel-ce-v1, or
