@@ -20,6 +20,11 @@ fn json(out: &[u8]) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
 }
 
+/// Runs `c`, which must succeed, and reads its stdout as JSON.
+fn json_of(c: &mut Command) -> Value {
+    json(&c.assert().success().get_output().stdout)
+}
+
 #[test]
 fn add_reports_json_and_exits_1_when_any_input_failed() {
     let lib = tempfile::tempdir().unwrap();
@@ -167,14 +172,7 @@ fn list_read_stats_and_rm_speak_the_contract() {
         .assert()
         .code(1);
 
-    let v = json(
-        &carrel(lib.path())
-            .args(["list", "--json"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
+    let v = json_of(&mut carrel(lib.path()).args(["list", "--json"]));
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for field in [
@@ -204,26 +202,12 @@ fn list_read_stats_and_rm_speak_the_contract() {
     assert_eq!(good["reader"], "native");
     let id = good["id"].as_i64().unwrap().to_string();
 
-    let text = carrel(lib.path())
-        .args(["read", &id])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(text).unwrap();
+    let text = stdout(&mut carrel(lib.path()).args(["read", &id]));
     assert!(
         text.contains("## Sourdough Starter > Troubleshooting") && text.contains("hooch"),
         "{text}"
     );
-    let card = json(
-        &carrel(lib.path())
-            .args(["read", &id, "--card", "--json"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
+    let card = json_of(&mut carrel(lib.path()).args(["read", &id, "--card", "--json"]));
     assert!(
         card["what"]
             .as_str()
@@ -231,26 +215,12 @@ fn list_read_stats_and_rm_speak_the_contract() {
             .starts_with("A sourdough starter")
     );
 
-    let stats = json(
-        &carrel(lib.path())
-            .args(["stats", "--density", "--json"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
+    let stats = json_of(&mut carrel(lib.path()).args(["stats", "--density", "--json"]));
     assert_eq!(stats[0]["chunks"], good["chunks"]);
     assert!(stats[0]["avg_chunk"].as_f64().unwrap() > 100.0);
 
     carrel(lib.path()).args(["rm", &id]).assert().success();
-    let v = json(
-        &carrel(lib.path())
-            .args(["list", "--json"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
+    let v = json_of(&mut carrel(lib.path()).args(["list", "--json"]));
     assert_eq!(v.as_array().unwrap().len(), 1);
 }
 
@@ -286,23 +256,11 @@ fn unknown_ids_fail_with_a_sentence() {
 fn probe_reports_both_modes_from_the_shared_planner() {
     let plan = fixtures().join("long/renovation-plan.md");
     let lib = tempfile::tempdir().unwrap();
-    let doc = json(
-        &carrel(lib.path())
-            .args(["probe", "--json"])
-            .arg(&plan)
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
-    let mem = json(
-        &carrel(lib.path())
+    let doc = json_of(&mut carrel(lib.path()).args(["probe", "--json"]).arg(&plan));
+    let mem = json_of(
+        &mut carrel(lib.path())
             .args(["probe", "--json", "--mode", "memory"])
-            .arg(&plan)
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
+            .arg(&plan),
     );
     let (d, m) = (
         doc["chunks"].as_u64().unwrap(),
@@ -353,14 +311,7 @@ fn doctor_and_add_say_what_to_do_when_models_are_missing() {
         .clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("make models"));
 
-    let ok = json(
-        &carrel(lib.path())
-            .args(["doctor", "--json"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
+    let ok = json_of(&mut carrel(lib.path()).args(["doctor", "--json"]));
     assert_eq!(ok["runtime"]["status"], "ok");
     assert_eq!(ok["embedder"]["status"], "ok");
     // The shipped cross-encoder is the default, named by its fingerprint.
@@ -449,14 +400,7 @@ fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
             .any(|c| c["decision"] == "admitted" && c["rerank"].is_number())
     );
 
-    let log = json(
-        &carrel(lib.path())
-            .args(["log", "--json"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
+    let log = json_of(&mut carrel(lib.path()).args(["log", "--json"]));
     let entries = log.as_array().unwrap();
     assert!(!entries.is_empty());
     assert!(
@@ -477,14 +421,7 @@ fn match_keeps_the_lanes_apart_in_its_json_and_logs_its_decisions() {
         "{log}"
     );
 
-    let text = carrel(lib.path())
-        .args(["match", "how to lubricate a bike chain"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(text).unwrap();
+    let text = stdout(&mut carrel(lib.path()).args(["match", "how to lubricate a bike chain"]));
     assert!(
         text.contains("SUBJECT")
             && text.contains("TOPIC")
@@ -504,14 +441,7 @@ fn match_shows_each_lanes_tail_below_the_floor_apart_from_its_hits() {
         .arg(fixtures().join("labelled/corpus"))
         .assert()
         .success();
-    let v = json(
-        &carrel(lib.path())
-            .args(["match", "starter home mortgage", "--json"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
+    let v = json_of(&mut carrel(lib.path()).args(["match", "starter home mortgage", "--json"]));
     let titles = |list: &Value| -> Vec<String> {
         list.as_array()
             .unwrap_or_else(|| panic!("not a list: {list}"))
@@ -537,14 +467,7 @@ fn match_shows_each_lanes_tail_below_the_floor_apart_from_its_hits() {
         "{v}"
     );
 
-    let text = carrel(lib.path())
-        .args(["match", "starter home mortgage"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(text).unwrap();
+    let text = stdout(&mut carrel(lib.path()).args(["match", "starter home mortgage"]));
     let topic = &text[text.find("TOPIC").unwrap()..];
     let tail = topic
         .lines()
@@ -561,8 +484,8 @@ fn ask_answers_with_checked_citations_and_refuses_unknown_mentions() {
         .arg(fixtures().join("docs"))
         .assert()
         .success();
-    let out = json(
-        &carrel(lib.path())
+    let out = json_of(
+        &mut carrel(lib.path())
             .args([
                 "ask",
                 "how do I begin a sourdough starter? @doc:sourdough-starter-copy",
@@ -570,11 +493,7 @@ fn ask_answers_with_checked_citations_and_refuses_unknown_mentions() {
                 "extractive",
                 "--json",
             ])
-            .env_remove("CARREL_LLM_URL")
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
+            .env_remove("CARREL_LLM_URL"),
     );
     assert_eq!(out["answerer"], "extractive");
     assert_eq!(out["outcome"]["state"], "answered");
@@ -703,6 +622,7 @@ fn carrel_home(data: &std::path::Path) -> Command {
     c
 }
 
+/// Runs `c`, which must succeed, and takes its stdout.
 fn stdout(c: &mut Command) -> String {
     let out = c.assert().success().get_output().stdout.clone();
     String::from_utf8(out).unwrap()

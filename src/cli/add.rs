@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, create, print_json, progress_bar, show_progress, skipped_lines, stop_on_signals};
+use super::{Cli, Output, create, progress_bar, show_progress, skipped_lines, stop_on_signals};
 use crate::models::PoolSize;
 use crate::{Error, Limits};
 
@@ -14,8 +14,8 @@ pub struct Args {
     /// Allow URLs on loopback, private and link-local addresses
     #[arg(long)]
     allow_private: bool,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Adds the inputs; fails when any file failed (the rest are still added).
@@ -23,7 +23,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     let Args {
         inputs,
         allow_private,
-        json,
+        output,
     } = args;
     let limits = Limits {
         allow_private_urls: *allow_private,
@@ -39,9 +39,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     if let Some(w) = lib.embedding_workers() {
         eprintln!("{}", workers_line(&w));
     }
-    if *json {
-        print_json(&report);
-    } else {
+    if !output.json(&report) {
         for d in &report.documents {
             println!("added   {:>5}  {}  ({} chunks)", d.id, d.title, d.chunks);
             for w in &d.warnings {

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use super::{Cli, config, print_json, stop_on_signals};
+use super::{Cli, Output, config, stop_on_signals};
 use crate::answer::{Answer, Answerer, AnswererChoice, Check, Found, LlmConfig, Outcome, Progress};
 use crate::lanes::merge::RouteState;
 use crate::{Error, Limits};
@@ -29,9 +29,8 @@ pub struct Args {
     /// The model name that server should use
     #[arg(long, env = "CARREL_LLM_MODEL")]
     llm_model: Option<String>,
-    /// The whole answer as JSON, once it is done (nothing streamed)
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Answers with the answerer asked for; fails only when the answerer failed
@@ -52,7 +51,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     stop_on_signals(&stop)?;
     // `@kb:` tokens name the libraries to read; without one, the library
     // in use (or --library / --kb) answers.
-    let mut answer = if args.json {
+    let mut answer = if args.output.json {
         crate::library::ask_from(config, &args.message, &answerer, &stop, &mut |_| {})?
     } else {
         let mut out = Streamed {
@@ -65,9 +64,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         })?
     };
     answer.notes.extend(note);
-    if args.json {
-        print_json(&answer);
-    } else {
+    if !args.output.json(&answer) {
         print_end(&answer);
     }
     Ok(match answer.outcome {

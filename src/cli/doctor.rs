@@ -2,28 +2,26 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, create, print_json};
+use super::{Cli, Output, create};
 use crate::{Error, Limits};
 
 /// The arguments of `carrel doctor`.
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Prints every check; fails when any check failed or the database is not
 /// sound.
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let Args { json } = args;
+    let Args { output } = args;
     // The doctor examines the library where it would be, and makes
     // an empty one there if there is none, to check the schema.
     let d = create(cli, Limits::default())?.doctor()?;
     let sound = d.integrity == "ok" && d.orphans.iter().all(|(_, n)| *n == 0);
     let healthy = d.runtime.is_ok() && d.embedder.is_ok() && d.reranker.is_ok() && sound;
-    if *json {
-        print_json(&d);
-    } else {
+    if !output.json(&d) {
         let show = |c: &crate::HealthCheck| match c {
             crate::HealthCheck::Ok { detail } => format!("ok      {detail}"),
             crate::HealthCheck::Failed { error } => format!("FAILED  {error}"),

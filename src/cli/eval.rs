@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{Cli, models, print_json, progress_bar};
+use super::{Cli, Output, models, progress_bar};
 use crate::models::EmbedderKind;
 use crate::sweep::{At, NOISE_TARGET};
 use crate::{Error, LibraryConfig};
@@ -27,8 +27,8 @@ pub struct Args {
     /// keeps the one it was built with unless told)
     #[arg(long, value_name = "NAME")]
     embedder: Option<EmbedderKind>,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Runs the evaluation and prints its metrics as a Markdown table.
@@ -38,7 +38,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         keep_library,
         plot,
         embedder,
-        json,
+        output,
     } = args;
     let scratch = match keep_library {
         Some(kept) => kept.clone(),
@@ -65,9 +65,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     if let Some(out) = plot {
         plot_floors(&report, dir, out)?;
     }
-    if *json {
-        print_json(&report);
-    } else {
+    if !output.json(&report) {
         println!(
             "{} ({}): {} documents ({} broken), {} queries ({} with qrels, {} noise)",
             report.dataset,

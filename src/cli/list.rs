@@ -2,23 +2,24 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, ago, open, print_json};
+use super::{Cli, Output, ago, open};
 use crate::Error;
 
 /// The arguments of `carrel list`.
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Lists every document, with why it is broken or truncated when it is.
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let Args { json } = args;
+    let Args { output } = args;
     let docs = open(cli)?.list()?;
-    if *json {
-        print_json(&docs);
-    } else if docs.is_empty() {
+    if output.json(&docs) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if docs.is_empty() {
         println!("The library is empty. Add documents with `carrel add PATH_OR_FOLDER`.");
     } else {
         println!(

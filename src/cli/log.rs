@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, open, print_json};
+use super::{Cli, Output, open};
 use crate::Error;
 
 /// The arguments of `carrel log`.
@@ -11,17 +11,18 @@ use crate::Error;
 pub struct Args {
     #[arg(long, default_value_t = 50)]
     limit: usize,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Prints the newest `--limit` entries.
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let Args { limit, json } = args;
+    let Args { limit, output } = args;
     let entries = open(cli)?.log(*limit)?;
-    if *json {
-        print_json(&entries);
-    } else if entries.is_empty() {
+    if output.json(&entries) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if entries.is_empty() {
         println!("The retrieval log is empty. Run `carrel match \"…\"` first.");
     } else {
         println!(

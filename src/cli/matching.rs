@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, open, print_json};
+use super::{Cli, Output, open};
 use crate::Error;
 use crate::foreign::ask::Elsewhere;
 use crate::lanes::{Candidate, Detail};
@@ -18,8 +18,8 @@ pub struct Args {
     /// Show every candidate with its scores, scorer and decision
     #[arg(long)]
     explain: bool,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Prints both lanes; fails when neither lane could look.
@@ -28,13 +28,13 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         query,
         top_k,
         explain,
-        json,
+        output,
     } = args;
     let mut library = open(cli)?;
     let response = library.match_query(query, *top_k)?;
     // The foreign sources' own list, never sorted with the lanes.
     let elsewhere = library.ask_elsewhere(query)?;
-    if *json {
+    if output.json {
         let detail = if *explain {
             Detail::Explain
         } else {
@@ -46,7 +46,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             lanes: crate::lanes::MatchView,
             elsewhere: &'a Elsewhere,
         }
-        print_json(&WithElsewhere {
+        super::print_json(&WithElsewhere {
             lanes: response.view(detail),
             elsewhere: &elsewhere,
         });

@@ -323,6 +323,27 @@ fn print_json<T: Serialize>(value: &T) {
     );
 }
 
+/// `--json`, declared once: every command that prints takes it with
+/// `#[command(flatten)]`.
+#[derive(clap::Args, Clone, Copy)]
+pub struct Output {
+    /// Print JSON instead of lines for people: the whole result once it is
+    /// done, its fields a contract (docs/cli.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Output {
+    /// Prints `value` as JSON when `--json` was given, and says so; the
+    /// caller prints for people otherwise.
+    pub fn json<T: Serialize>(self, value: &T) -> bool {
+        if self.json {
+            print_json(value);
+        }
+        self.json
+    }
+}
+
 /// How long ago a unix time was, for the `SYNCED` columns of `list` and
 /// `watch list`.
 fn ago(t: i64) -> String {

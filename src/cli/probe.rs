@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{Cli, isolation, print_json};
+use super::{Cli, Output, isolation};
 use crate::chunk::Mode;
 use crate::{Error, Limits};
 
@@ -13,23 +13,21 @@ pub struct Args {
     file: PathBuf,
     #[arg(long, default_value = "document")]
     mode: Mode,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Extracts and plans the file without a library; a file that cannot be
 /// extracted fails with its reason.
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let Args { file, mode, json } = args;
+    let Args { file, mode, output } = args;
     let limits = Limits {
         isolation: isolation(cli),
         ..Limits::default()
     };
     match crate::probe(file, *mode, &limits)? {
         Ok(p) => {
-            if *json {
-                print_json(&p);
-            } else {
+            if !output.json(&p) {
                 println!(
                     "{} chunks, {:.0} chars on average ({} mode, {} chars in all, read by {})",
                     p.chunks,

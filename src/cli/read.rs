@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, open, print_json};
+use super::{Cli, Output, open};
 use crate::Error;
 
 /// The arguments of `carrel read`.
@@ -11,13 +11,13 @@ pub struct Args {
     id: i64,
     #[arg(long)]
     card: bool,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Prints the document (or its card); a broken document fails.
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let Args { id, card, json } = args;
+    let Args { id, card, output } = args;
     let doc = open(cli)?.read(*id)?;
     if *card {
         let Some(c) = &doc.card else {
@@ -29,14 +29,10 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
                     .unwrap_or("it is not indexed")
             )));
         };
-        if *json {
-            print_json(c);
-        } else {
+        if !output.json(c) {
             println!("{}", c.text());
         }
-    } else if *json {
-        print_json(&doc);
-    } else {
+    } else if !output.json(&doc) {
         if let Some(reason) = &doc.document.broken_reason {
             eprintln!("error: document {id} is broken: {reason}");
             return Ok(ExitCode::FAILURE);

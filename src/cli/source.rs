@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, ago, open, print_json};
+use super::{Cli, Output, ago, open};
 use crate::Error;
 use crate::foreign::{self, CollectionScore, Declared, Kind, Metric, Scope, SourceView};
 
@@ -41,8 +41,8 @@ enum Command {
     Disable { name: String },
     /// Every source and whether retrieval reads it, or why not
     List {
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// Forget a source (its collection is not touched)
     Rm { name: String },
@@ -197,11 +197,12 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             println!("{name}: disabled");
             Ok(ExitCode::SUCCESS)
         }
-        Command::List { json } => {
+        Command::List { output } => {
             let views = library.foreign_source_views()?;
-            if *json {
-                print_json(&views);
-            } else if views.is_empty() {
+            if output.json(&views) {
+                return Ok(ExitCode::SUCCESS);
+            }
+            if views.is_empty() {
                 println!(
                     "no foreign sources; `carrel source add NAME --chroma URL --collection C` (or `--pgvector URL --table T --vector-column V`) declares one"
                 );

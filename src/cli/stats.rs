@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, open, print_json};
+use super::{Cli, Output, open};
 use crate::Error;
 
 /// The arguments of `carrel stats`.
@@ -11,17 +11,15 @@ pub struct Args {
     /// Chunks and average chunk size per document
     #[arg(long, required = true)]
     density: bool,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// Prints the chunk density of every document (the one statistic so far).
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let Args { density: _, json } = args;
+    let Args { density: _, output } = args;
     let rows = open(cli)?.density()?;
-    if *json {
-        print_json(&rows);
-    } else {
+    if !output.json(&rows) {
         println!(
             "{:>5} {:>7} {:>9} {:>9}  TITLE",
             "ID", "CHUNKS", "CHARS", "AVG"

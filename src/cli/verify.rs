@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, open, print_json};
+use super::{Cli, Output, open};
 use crate::Error;
 use crate::answer::verify::{LineCheck, LinePlace};
 
@@ -14,15 +14,13 @@ use crate::answer::verify::{LineCheck, LinePlace};
 pub struct Args {
     /// The line to look for (whitespace and case do not matter)
     line: String,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: Output,
 }
 
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     let check = open(cli)?.verify_line(&args.line)?;
-    if args.json {
-        print_json(&check);
-    } else {
+    if !args.output.json(&check) {
         println!("{}", describe(&args.line, &check));
     }
     Ok(match check {

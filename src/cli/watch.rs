@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use super::{Cli, ago, create, open, print_json, progress_bar, show_progress};
+use super::{Cli, Output, ago, create, open, progress_bar, show_progress};
 use crate::{Error, Limits};
 
 /// The arguments of `carrel watch`: one of its subcommands.
@@ -20,8 +20,8 @@ enum Command {
     Add(AddArgs),
     /// List watches with when they last synced and how
     List {
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// Stop watching (the documents stay in the library)
     Rm { id: i64 },
@@ -52,7 +52,7 @@ struct AddArgs {
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     match &args.command {
         Command::Add(args) => add(cli, args),
-        Command::List { json } => list(cli, *json),
+        Command::List { output } => list(cli, *output),
         Command::Rm { id } => {
             open(cli)?.remove_watch(*id)?;
             println!("stopped watching {id} (its documents stay; `carrel rm` removes them)");
@@ -103,11 +103,12 @@ fn add(cli: &Cli, args: &AddArgs) -> Result<ExitCode, Error> {
 }
 
 /// `carrel watch list`.
-fn list(cli: &Cli, json: bool) -> Result<ExitCode, Error> {
+fn list(cli: &Cli, output: Output) -> Result<ExitCode, Error> {
     let watches = open(cli)?.watches()?;
-    if json {
-        print_json(&watches);
-    } else if watches.is_empty() {
+    if output.json(&watches) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if watches.is_empty() {
         println!("No watches. Add one with `carrel watch add DIR_OR_URL`.");
     } else {
         println!(
