@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::{Embedder, ModelConfig, OnnxEmbedder, Side};
 use crate::error::{Error, Result};
-use crate::fault::lock;
+use crate::fault::{lock, unpoisoned};
 
 /// Embedding workers by default: every core but one, which is left for
 /// extraction and the UI; at least one.
@@ -120,12 +120,12 @@ impl Ticket {
             if stop() {
                 return None;
             }
-            s = self
-                .0
-                .done
-                .wait_timeout(s, std::time::Duration::from_millis(100))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            s = unpoisoned(
+                self.0
+                    .done
+                    .wait_timeout(s, std::time::Duration::from_millis(100)),
+            )
+            .0;
         }
         if let Some(e) = s.error.take() {
             return Some(Err(Error::Embedding(e)));
@@ -321,7 +321,7 @@ fn work(shared: &Shared, session: std::result::Result<OnnxEmbedder, ModelConfig>
                 if q.closed {
                     return;
                 }
-                q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                q = unpoisoned(shared.ready.wait(q));
             }
         };
         let (queries, passages): (Vec<Item>, Vec<Item>) =
