@@ -60,14 +60,19 @@ fn code(text: &str) -> String {
 /// The first names of every `crate::` path: `crate::store::X` gives
 /// `store`, `crate::{Error, lanes::Y}` gives `Error` and `lanes`.
 fn crate_paths(code: &str) -> BTreeSet<String> {
+    paths_after(code, "crate::")
+}
+
+/// The first names of every path that starts with `prefix`.
+fn paths_after(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let ident = |s: &str| -> String {
         s.chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect()
     };
-    for (at, _) in code.match_indices("crate::") {
-        let rest = &code[at + "crate::".len()..];
+    for (at, _) in code.match_indices(prefix) {
+        let rest = &code[at + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             // Top-level names of the group, skipping nested braces.
             let (mut depth, mut start) = (0, true);
@@ -162,5 +167,114 @@ fn an_upward_import_is_found() {
     assert_eq!(
         paths.into_iter().collect::<Vec<_>>(),
         ["Library", "error", "lanes"]
+    );
+}
+
+/// Inside a module's folder, the files import one another without a cycle:
+/// `hub` may use `remote`, and then `remote` does not use `hub`. A folder's
+/// `mod.rs` is its facade over its files and is left out (each file may
+/// name it as `super::`). Read as above: `super::NAME` and
+/// `crate::MODULE::NAME` paths outside tests and comments.
+#[test]
+fn the_files_of_each_module_folder_import_one_another_without_a_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rs_files(&src, &mut files);
+    let mut folders: BTreeMap<std::path::PathBuf, BTreeMap<String, BTreeSet<String>>> =
+        BTreeMap::new();
+    for file in &files {
+        let dir = file.parent().unwrap();
+        let stem = file.file_stem().unwrap().to_string_lossy().to_string();
+        if dir == src || stem == "mod" {
+            continue;
+        }
+        let rel = dir
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('/', "::");
+        let code = code(&std::fs::read_to_string(file).unwrap());
+        let mut names = paths_after(&code, "super::");
+        names.extend(paths_after(&code, &format!("crate::{rel}::")));
+        folders
+            .entry(dir.to_path_buf())
+            .or_default()
+            .insert(stem, names);
+    }
+    let mut cycles = Vec::new();
+    for (dir, graph) in &folders {
+        // Only the names that are files of this folder are edges.
+        let edges: BTreeMap<&str, Vec<&str>> = graph
+            .iter()
+            .map(|(f, names)| {
+                let to = names
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|n| *n != f && graph.contains_key(*n))
+                    .collect();
+                (f.as_str(), to)
+            })
+            .collect();
+        if let Some(cycle) = a_cycle(&edges) {
+            cycles.push(format!(
+                "{}: {}",
+                dir.strip_prefix(&src).unwrap().display(),
+                cycle.join(" → ")
+            ));
+        }
+    }
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+/// A cycle in `edges`, as the names along it (the first repeated last), if
+/// there is one.
+fn a_cycle<'a>(edges: &BTreeMap<&'a str, Vec<&'a str>>) -> Option<Vec<&'a str>> {
+    fn visit<'a>(
+        node: &'a str,
+        edges: &BTreeMap<&'a str, Vec<&'a str>>,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) -> Option<Vec<&'a str>> {
+        if let Some(at) = path.iter().position(|n| *n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node);
+            return Some(cycle);
+        }
+        if !done.insert(node) {
+            return None;
+        }
+        path.push(node);
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|n| visit(n, edges, &mut Vec::new(), &mut done))
+}
+
+/// The cycle check can fail: hub → remote → hub is found, a chain is not.
+#[test]
+fn a_cycle_between_files_is_found() {
+    let cyclic = BTreeMap::from([
+        ("hub", vec!["remote", "shelf"]),
+        ("remote", vec!["hub"]),
+        ("shelf", vec![]),
+    ]);
+    assert_eq!(a_cycle(&cyclic), Some(vec!["hub", "remote", "hub"]));
+    let chain = BTreeMap::from([
+        ("hub", vec!["remote", "shared"]),
+        ("remote", vec!["shared"]),
+        ("shared", vec![]),
+    ]);
+    assert_eq!(a_cycle(&chain), None);
+    assert_eq!(
+        paths_after("use super::{hub::Scorers, remote};", "super::"),
+        BTreeSet::from(["hub".to_string(), "remote".to_string()])
     );
 }

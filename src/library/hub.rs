@@ -14,15 +14,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::remote::Remote;
+use super::shared::{HeldBack, Scorers, SharedMatch};
 use super::shelf::{Place, ShelfState, Shelved};
 use super::{Library, LibraryConfig};
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb, ReadToken};
+use crate::lanes::MatchResponse;
 use crate::lanes::merge::{RouteState, RouteStep, SharedLane};
-use crate::lanes::{MatchResponse, SubjectHit, TopicHit};
 use crate::models::ModelConfig;
 use crate::paths::DATABASE_FILE;
 use crate::store::Store;
@@ -76,68 +77,6 @@ pub enum Selection {
     Named(Vec<String>),
 }
 
-/// The scorers a library is asked with: the embedder's and the
-/// cross-encoder's fingerprints, or why they could not be read. Hits of two
-/// libraries are ranked together only when these are the same.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Scorers {
-    pub embedder: Scorer,
-    pub cross_encoder: Scorer,
-}
-
-impl Scorers {
-    /// The scorers of a library stored in `store`: its own embedder, the
-    /// cross-encoder of `models`.
-    pub fn of_store(models: &ModelConfig, store: &Store) -> Scorers {
-        let mut models = models.clone();
-        match store.embedder() {
-            Ok(kind) => models.embedder = kind,
-            Err(e) => {
-                return Scorers {
-                    embedder: Scorer::from(Err(e)),
-                    cross_encoder: Scorer::from(crate::models::reranker_id(&models)),
-                };
-            }
-        }
-        Scorers::of(&models)
-    }
-
-    pub fn of(models: &ModelConfig) -> Scorers {
-        Scorers {
-            embedder: Scorer::from(crate::models::Fingerprints::of(models).map(|f| f.model)),
-            cross_encoder: Scorer::from(crate::models::reranker_id(models)),
-        }
-    }
-}
-
-/// A model's fingerprint (`name@sha12`), or why it could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum Scorer {
-    Known { id: String },
-    Unknown { reason: String },
-}
-
-impl From<Result<String>> for Scorer {
-    fn from(r: Result<String>) -> Scorer {
-        match r {
-            Ok(id) => Scorer::Known { id },
-            Err(e) => Scorer::Unknown {
-                reason: e.to_string(),
-            },
-        }
-    }
-}
-
-impl std::fmt::Display for Scorer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Scorer::Known { id } => f.write_str(id),
-            Scorer::Unknown { reason } => write!(f, "unknown: {reason}"),
-        }
-    }
-}
-
 /// A library as the `libraries` tool lists it.
 #[derive(Debug, Clone, Serialize)]
 pub struct LibraryInfo {
@@ -157,30 +96,6 @@ pub struct LibraryInfo {
 pub enum Availability {
     Ready { documents: i64 },
     Unavailable { reason: String },
-}
-
-/// A search over several libraries: the route, then each lane apart, every
-/// hit with its library and owner. The two lanes are never merged; within a
-/// lane, hits share a list only when one scorer placed them all.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SharedMatch {
-    pub query: String,
-    pub route: Vec<RouteStep>,
-    pub subject: SharedLane<SubjectHit>,
-    pub topic: SharedLane<TopicHit>,
-    /// Topic candidates the heading veto dropped, over every library asked.
-    pub topic_vetoed: usize,
-    /// Each library whose topic lane held back on the query, and why (the
-    /// query's words none of its passages use). Absent from older hubs.
-    #[serde(default)]
-    pub topic_held_back: Vec<HeldBack>,
-}
-
-/// A library whose topic lane held back on a query, and why.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct HeldBack {
-    pub kb: String,
-    pub why: String,
 }
 
 /// The libraries a hub serves, opened once.

@@ -10,7 +10,10 @@
 //! - [`chat`](self::chat): grounded answers and the kept chat;
 //! - [`doctor`](self::doctor): each part, and whether it works;
 //! - [`shelf`](self::shelf): the libraries kept on this machine;
-//! - [`hub`](self::hub): several libraries asked as one, with attribution.
+//! - [`hub`](self::hub): several libraries asked as one, with attribution;
+//! - [`remote`](self::remote): a library another machine's hub serves;
+//! - [`shared`](self::shared): what a search across libraries carries,
+//!   spoken by both.
 
 mod chat;
 mod doctor;
@@ -20,6 +23,7 @@ pub mod hub;
 mod ingest;
 pub mod remote;
 mod retrieval;
+pub mod shared;
 pub mod shelf;
 mod watches;
 

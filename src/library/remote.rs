@@ -18,7 +18,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use serde::Deserialize;
 
-use super::hub::{Scorers, SharedMatch};
+use super::shared::{Scorer, Scorers, SharedMatch};
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb};
 
@@ -84,8 +84,8 @@ impl There {
     /// said (its fingerprint is `name@sha`).
     pub fn embedder_name(&self) -> Option<String> {
         match &self.scorers.as_ref()?.embedder {
-            super::hub::Scorer::Known { id } => id.split('@').next().map(str::to_string),
-            super::hub::Scorer::Unknown { .. } => None,
+            Scorer::Known { id } => id.split('@').next().map(str::to_string),
+            Scorer::Unknown { .. } => None,
         }
     }
 }
