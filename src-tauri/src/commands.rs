@@ -354,6 +354,14 @@ pub async fn about(state: State<'_, AppState>) -> Result<carrel::provenance::Pro
     blocking(move || Ok(carrel::provenance::Provenance::of(&models))).await
 }
 
+/// The kinds of file Carrel reads, as one phrase for people: the empty
+/// Library page says it, from the engine's one list (the file dialog's too).
+#[tauri::command]
+#[specta::specta]
+pub fn readable_kinds() -> Result<String> {
+    Ok(carrel::extract::readable_kinds())
+}
+
 #[tauri::command]
 #[specta::specta]
 pub async fn pick_files(app: AppHandle) -> Result<Vec<String>> {

@@ -52,6 +52,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::clear_chat,
             commands::doctor,
             commands::about,
+            commands::readable_kinds,
             commands::pick_files,
             commands::pick_folder,
             commands::open_original,

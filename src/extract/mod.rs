@@ -94,23 +94,45 @@ impl Kind {
         }
     }
 
+    /// The kind [`Kind::as_str`] names.
     pub fn parse(s: &str) -> Option<Kind> {
-        Some(match s {
-            "pdf" => Kind::Pdf,
-            "html" => Kind::Html,
-            "markdown" => Kind::Markdown,
-            "text" => Kind::Text,
-            "docx" => Kind::Docx,
-            "odt" => Kind::Odt,
-            "epub" => Kind::Epub,
-            "pptx" => Kind::Pptx,
-            "rtf" => Kind::Rtf,
-            "rst" => Kind::Rst,
-            "org" => Kind::Org,
-            "asciidoc" => Kind::Asciidoc,
-            "image" => Kind::Image,
-            _ => return None,
-        })
+        Kind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Every kind, in the order people are told them.
+    pub const ALL: [Kind; 13] = [
+        Kind::Pdf,
+        Kind::Html,
+        Kind::Markdown,
+        Kind::Text,
+        Kind::Docx,
+        Kind::Odt,
+        Kind::Epub,
+        Kind::Pptx,
+        Kind::Rtf,
+        Kind::Rst,
+        Kind::Org,
+        Kind::Asciidoc,
+        Kind::Image,
+    ];
+
+    /// Its name for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Pdf => "PDF",
+            Kind::Html => "HTML",
+            Kind::Markdown => "Markdown",
+            Kind::Text => "plain text",
+            Kind::Docx => "Word (.docx)",
+            Kind::Odt => "OpenDocument text",
+            Kind::Epub => "EPUB",
+            Kind::Pptx => "PowerPoint (.pptx)",
+            Kind::Rtf => "RTF",
+            Kind::Rst => "reStructuredText",
+            Kind::Org => "Org",
+            Kind::Asciidoc => "AsciiDoc",
+            Kind::Image => "scans and photos of text (PNG, JPEG, TIFF), read by OCR",
+        }
     }
 
     /// The kind a file name promises, if its extension is one Carrel reads
@@ -175,6 +197,18 @@ impl Kind {
             return Some(Kind::Html);
         }
         (!head.is_empty() && text::decode(head).is_ok()).then_some(Kind::Text)
+    }
+}
+
+/// The kinds Carrel reads, as one phrase for people ("PDF, HTML, … and
+/// scans …"): the empty Library page says it, from the same list as
+/// [`Kind::parse`].
+pub fn readable_kinds() -> String {
+    let labels: Vec<&str> = Kind::ALL.iter().map(|k| k.label()).collect();
+    match labels.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -746,6 +780,21 @@ impl SectionBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_named_once_and_read_back_from_its_name() {
+        for (_, kind) in EXTENSIONS {
+            assert!(Kind::ALL.contains(kind), "{kind:?} is not in Kind::ALL");
+        }
+        for kind in Kind::ALL {
+            assert_eq!(Kind::parse(kind.as_str()), Some(kind));
+            let serde_name = serde_json::to_value(kind).unwrap();
+            assert_eq!(serde_name, kind.as_str(), "the stored name is the CLI's");
+            assert!(readable_kinds().contains(kind.label()));
+        }
+        assert_eq!(Kind::parse("exe"), None);
+        assert!(readable_kinds().starts_with("PDF, HTML, Markdown, plain text, "));
+    }
 
     #[test]
     fn normalize_folds_ligatures_blank_runs_and_crlf() {

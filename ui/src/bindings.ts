@@ -69,6 +69,11 @@ export const commands = {
 	 *  model files in use (hashed when asked, off the UI thread).
 	 */
 	about: () => typedError<Provenance, AppError>(__TAURI_INVOKE("about")),
+	/**
+	 *  The kinds of file Carrel reads, as one phrase for people: the empty
+	 *  Library page says it, from the engine's one list (the file dialog's too).
+	 */
+	readableKinds: () => typedError<string, AppError>(__TAURI_INVOKE("readable_kinds")),
 	pickFiles: () => typedError<string[], AppError>(__TAURI_INVOKE("pick_files")),
 	pickFolder: () => typedError<string | null, AppError>(__TAURI_INVOKE("pick_folder")),
 	/**

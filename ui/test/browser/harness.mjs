@@ -52,13 +52,15 @@ export async function open(browser, url, engine, { debug = false } = {}) {
     window.__CALLS__ = [];
     // Every load of the Library and Chat pages lists the watches and the kept
     // chat, and asks whether the watcher runs and the settings were usable
-    // (and every match, the foreign sources);
+    // (and every match, the foreign sources), and the empty Library page
+    // says which kinds Carrel reads;
     // a test that is not about them need not say all is well.
     const engine = {
       list_watches: () => [], chat_history: () => [],
       list_libraries: () => [{ dir: "/data/library", in_use: true, state: "ready", documents: 0,
         identity: { kb: "default", title: "Default library", owner: null, description: "" } }],
       watcher_health: () => ({ state: "running" }), settings_problem: () => null,
+      readable_kinds: () => "PDF, HTML, Markdown and plain text",
       // A library with no foreign source: nothing asked elsewhere.
       ask_elsewhere: () => ({ hits: [], sources: [], floor: null, ms: 0 }),
       ...${source}

@@ -103,6 +103,32 @@ function launchApp() {
   return openSession(PORT, app);
 }
 
+/**
+ * A journey, run again once in a fresh window if WebKit's web process
+ * crashes under it. WebKitGTK's web process has crashed under Xvfb in CI
+ * (stop 45: at the first keystroke of the hub journey, which passed on every
+ * run before and after); a crash ends the WebDriver session, and every
+ * journey after it then failed on the dead session. The crash is printed,
+ * and a page that crashes WebKit each time still fails on the second run.
+ */
+function journey(name, body) {
+  test(name, async () => {
+    try {
+      await body();
+    } catch (e) {
+      if (!/page crash/.test(String(e?.message))) throw e;
+      console.log(`# WebKit's web process crashed during "${name}" (${e.message}); run again once in a fresh window`);
+      await browser.deleteSession().catch(() => {});
+      // The crashed window's app may outlive its session.
+      try {
+        execFileSync("pkill", ["-f", app]);
+      } catch {}
+      browser = await launchApp();
+      await body();
+    }
+  });
+}
+
 after(async () => {
   await stopProcess(hub);
   await stopProcess(chroma, "SIGKILL");
@@ -115,14 +141,16 @@ after(async () => {
 
 const $t = (id) => browser.$(`[data-testid="${id}"]`);
 
-test("first run: the empty library says what to do", async () => {
+journey("first run: the empty library says what to do", async () => {
   const empty = await $t("empty-library");
   await empty.waitForDisplayed({ timeout: 30000 });
   assert.match(await empty.getText(), /library is empty/i);
+  // The kinds come from the engine's one list, scans and e-books among them.
+  await until("the kinds Carrel reads", async () => /Carrel reads PDF, HTML, .*EPUB.* read by OCR\./.test(await empty.getText()), 20000);
   await shot("01-library-empty");
 });
 
-test("add a folder: progress shows, then the documents are listed", async () => {
+journey("add a folder: progress shows, then the documents are listed", async () => {
   const input = await $t("source-input");
   await input.setValue(inbox);
   await browser.keys("Enter");
@@ -140,7 +168,7 @@ test("add a folder: progress shows, then the documents are listed", async () => 
   await shot("03-library");
 });
 
-test("a broken file shows its reason", async () => {
+journey("a broken file shows its reason", async () => {
   const rows = await browser.execute(() =>
     [...document.querySelectorAll('tr[data-state="broken"]')].map((r) => r.textContent),
   );
@@ -151,7 +179,7 @@ test("a broken file shows its reason", async () => {
   assert.match(text, /truncated\.pdf/);
 });
 
-test("every kind of file is listed with its kind and reader, or a reason; skipped files are named", async () => {
+journey("every kind of file is listed with its kind and reader, or a reason; skipped files are named", async () => {
   const rows = await browser.execute(() =>
     Object.fromEntries(
       [...document.querySelectorAll("tbody tr[data-doc]")].map((r) => [
@@ -186,7 +214,7 @@ test("every kind of file is listed with its kind and reader, or a reason; skippe
   await shot("03b-library-kinds");
 });
 
-test("an added folder is kept in sync: a file saved into it is listed without adding it again", async () => {
+journey("an added folder is kept in sync: a file saved into it is listed without adding it again", async () => {
   const watches = await $t("watches");
   await watches.waitForDisplayed({ timeout: 10000 });
   assert.match(await watches.getText(), /Kept in sync: 1 source/);
@@ -200,7 +228,7 @@ test("an added folder is kept in sync: a file saved into it is listed without ad
   await shot("03b-library-kept-in-sync");
 });
 
-test("type @, pick a document, see the chip", async () => {
+journey("type @, pick a document, see the chip", async () => {
   await (await browser.$('[data-nav="chat"]')).click();
   const box = await $t("composer");
   await box.waitForDisplayed();
@@ -226,7 +254,7 @@ test("type @, pick a document, see the chip", async () => {
   assert.match(await chip.getText(), /sourdough/i);
 });
 
-test("ask a question: both lanes show apart, and the answer cites checked passages", async () => {
+journey("ask a question: both lanes show apart, and the answer cites checked passages", async () => {
   await (await $t("composer")).addValue(" starter alive and fed");
   const panel = await $t("match-panel");
   await until("both lane states", async () => (await browser.$$('[data-testid="topic-state"]')).length > 0, 30000);
@@ -255,7 +283,7 @@ test("ask a question: both lanes show apart, and the answer cites checked passag
   await (await $t("composer")).waitForDisplayed();
 });
 
-test("the debug pane shows scorer ids, calibration and decisions", async () => {
+journey("the debug pane shows scorer ids, calibration and decisions", async () => {
   await (await $t("debug-toggle")).click();
   const box = await $t("composer");
   await box.click();
@@ -279,7 +307,7 @@ test("the debug pane shows scorer ids, calibration and decisions", async () => {
   await shot("07b-chat-debug-topic");
 });
 
-test("markup inside a document is shown as text and never runs", async () => {
+journey("markup inside a document is shown as text and never runs", async () => {
   await (await browser.$('[data-nav="library"]')).click();
   await (await $t("doc-search")).setValue("untrusted");
   const title = await browser.$("tbody tr[data-doc] button.title");
@@ -296,7 +324,7 @@ test("markup inside a document is shown as text and never runs", async () => {
   await shot("08-document-xss");
 });
 
-test("settings show the models, the database check and the cold start", async () => {
+journey("settings show the models, the database check and the cold start", async () => {
   await (await browser.$('[data-nav="settings"]')).click();
   const doctor = await $t("doctor");
   await until("the doctor", async () => /integrity ok/.test(await doctor.getText()), 30000);
@@ -319,7 +347,7 @@ test("settings show the models, the database check and the cold start", async ()
   await shot("10-library-dark");
 });
 
-test("Settings → Sources: a real Chroma collection is added, its schema read, refused until its lack of scope is accepted, then read", async () => {
+journey("Settings → Sources: a real Chroma collection is added, its schema read, refused until its lack of scope is accepted, then read", async () => {
   await (await browser.$('[data-nav="settings"]')).click();
   const sources = await $t("sources");
   await sources.waitForDisplayed({ timeout: 20000 });
@@ -374,7 +402,7 @@ test("Settings → Sources: a real Chroma collection is added, its schema read, 
   await (await $t("sources-empty")).waitForDisplayed({ timeout: 20000 });
 });
 
-test("after a restart the chat is still there, answered and cited", async () => {
+journey("after a restart the chat is still there, answered and cited", async () => {
   await browser.deleteSession();
   browser = await launchApp();
   await (await browser.$('[data-nav="chat"]')).click();
@@ -386,7 +414,7 @@ test("after a restart the chat is still there, answered and cited", async () => 
   await shot("11-chat-after-restart");
 });
 
-test("a question mostly in words the library never uses: the topic lane says it held back, and the answer says why there is none", async () => {
+journey("a question mostly in words the library never uses: the topic lane says it held back, and the answer says why there is none", async () => {
   const box = await $t("composer");
   await box.click();
   await box.addValue("sourdough starter aboard Martian spacecraft");
@@ -410,7 +438,7 @@ test("a question mostly in words the library never uses: the topic lane says it 
   assert.match(await last.getText(), /topic lane: held back: no passage of this library uses “aboard”/);
 });
 
-test("an @kb: question reads the libraries it names, shows the route, and says whose library each quote is from", async () => {
+journey("an @kb: question reads the libraries it names, shows the route, and says whose library each quote is from", async () => {
   await (await browser.$('[data-nav="library"]')).click();
   const shelf = await $t("shelf");
   await shelf.waitForDisplayed({ timeout: 20000 });
@@ -444,15 +472,18 @@ test("an @kb: question reads the libraries it names, shows the route, and says w
   await shot("12-chat-across-libraries");
 });
 
-test("a library another machine shares is added by URL and token, asked by @kb:, and shown unreachable when its hub is down", async () => {
+journey("a library another machine shares is added by URL and token, asked by @kb:, and shown unreachable when its hub is down", async () => {
   await (await browser.$('[data-nav="library"]')).click();
   const shelf = await $t("shelf");
   await shelf.waitForDisplayed({ timeout: 20000 });
-  if (!(await (await $t("remote-url")).isDisplayed())) await (await shelf.$("summary")).click();
-  await (await $t("remote-url")).setValue(hubUrl);
-  await (await $t("remote-kb")).setValue("critics");
-  await (await $t("remote-token")).setValue(hubToken);
-  await (await $t("remote-add")).click();
+  // Added already when this journey is run again after a crash (journey()).
+  if (!/@kb:critics/.test(await shelf.getText())) {
+    if (!(await (await $t("remote-url")).isDisplayed())) await (await shelf.$("summary")).click();
+    await (await $t("remote-url")).setValue(hubUrl);
+    await (await $t("remote-kb")).setValue("critics");
+    await (await $t("remote-token")).setValue(hubToken);
+    await (await $t("remote-add")).click();
+  }
   await until("the library from the hub on the shelf", async () => /@kb:critics\s+critics\s+kept by Ben Okafor · 5 documents · all-MiniLM-L6-v2/.test(await shelf.getText()), 30000);
   await shot("13-library-remote");
 
@@ -482,7 +513,7 @@ test("a library another machine shares is added by URL and token, asked by @kb:,
   await shot("15-library-remote-down");
 });
 
-test("Settings switches the library to the multilingual embedder: every document re-embedded, the shelf says so", async () => {
+journey("Settings switches the library to the multilingual embedder: every document re-embedded, the shelf says so", async () => {
   await (await browser.$('[data-nav="settings"]')).click();
   await until("the embedder in use", async () => (await (await $t("embedder-in-use")).getText()) === "all-MiniLM-L6-v2", 20000);
   await (await $t("embedder-select")).selectByAttribute("value", "multilingual-e5-small");
