@@ -169,6 +169,11 @@ pub enum Error {
     #[error("the library is unavailable: {0}")]
     Unavailable(String),
 
+    #[error(
+        "--kb names {0} libraries; only `carrel match` and `carrel ask` read several together (as `@kb:NAME` in the question does): name one"
+    )]
+    SeveralKbs(usize),
+
     #[error("a library named `{kb}` is already on the shelf, at {at}; choose another name")]
     KbTaken { kb: String, at: String },
 

@@ -879,6 +879,96 @@ fn ask_with_kb_mentions_reads_those_libraries_and_groups_the_answer_by_owner() {
     );
 }
 
+/// `carrel match --kb a --kb b --explain`: each library its own route and
+/// its own two lanes, never merged; the same through `@kb:` tokens; several
+/// `--kb` anywhere else is a sentence, not the first of them.
+#[test]
+fn match_across_libraries_explains_each_library_apart() {
+    let data = tempfile::tempdir().unwrap();
+    for (kb, owner) in [("admirers", "Ada Moreau"), ("skeptics", "Ben Okafor")] {
+        carrel_home(data.path())
+            .args(["kb", "create", kb, "--owner", owner])
+            .assert()
+            .success();
+        carrel_home(data.path())
+            .args(["--kb", kb, "add"])
+            .arg(fixtures().join("attribution").join(kb))
+            .assert()
+            .success();
+    }
+    let q = "Mill's harm principle and free speech";
+    let text = stdout(carrel_home(data.path()).args([
+        "match",
+        "--kb",
+        "admirers",
+        "--kb",
+        "skeptics",
+        "--explain",
+        q,
+    ]));
+    let admirers = text.find("LIBRARY `admirers` (Ada Moreau): answered, ");
+    let skeptics = text.find("LIBRARY `skeptics` (Ben Okafor): answered, ");
+    let (Some(a), Some(b)) = (admirers, skeptics) else {
+        panic!("a library's route is missing:\n{text}");
+    };
+    // Each library's own lanes, and its own explanation, under its route.
+    for part in [&text[a..b], &text[b..]] {
+        for heading in ["SUBJECT:", "TOPIC:", "EXPLAIN"] {
+            assert_eq!(part.matches(heading).count(), 1, "{heading}:\n{part}");
+        }
+    }
+    assert!(text[a..b].contains("the harm principle still protects us"));
+    assert!(text[b..].contains("the harm principle is too vague"));
+
+    let v = json_of(carrel_home(data.path()).args([
+        "match",
+        "--json",
+        &format!("@kb:skeptics @kb:admirers {q}"),
+    ]));
+    assert_eq!(v["query"], q);
+    let libraries = v["libraries"].as_array().unwrap();
+    let routes: Vec<(&str, &str, &str)> = libraries
+        .iter()
+        .map(|l| {
+            let r = &l["route"];
+            (
+                r["kb"].as_str().unwrap(),
+                r["owner"].as_str().unwrap(),
+                r["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ("skeptics", "Ben Okafor", "answered"),
+            ("admirers", "Ada Moreau", "answered")
+        ]
+    );
+    for l in libraries {
+        assert_eq!(l["lanes"]["at"], "here", "{l}");
+        assert_eq!(l["lanes"]["view"]["topic"]["state"], "ready", "{l}");
+        assert!(l["route"]["ms"].is_number());
+    }
+
+    let err = stderr_of_failure(
+        carrel_home(data.path()).args(["match", "--kb", "admirers", "--kb", "nope", q]),
+    );
+    assert!(
+        err.contains("no library `nope`") && err.contains("`skeptics`"),
+        "{err}"
+    );
+    let out = carrel_home(data.path())
+        .args(["--kb", "admirers", "--kb", "skeptics", "list"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    assert!(err.contains("--kb names 2 libraries"), "{err}");
+}
+
 #[test]
 fn a_library_folder_from_elsewhere_is_put_on_the_shelf_under_its_name_or_a_new_one() {
     let data = tempfile::tempdir().unwrap();

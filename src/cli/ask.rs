@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use super::{Cli, Output, config, stop_on_signals};
+use super::{Cli, Output, stop_on_signals, with_kbs};
+use crate::Error;
 use crate::answer::{Answer, Answerer, AnswererChoice, Check, Found, LlmConfig, Outcome, Progress};
 use crate::lanes::merge::RouteState;
-use crate::{Error, Limits};
 
 /// The arguments of `carrel ask`.
 #[derive(clap::Args)]
@@ -36,7 +36,9 @@ pub struct Args {
 /// Answers with the answerer asked for; fails only when the answerer failed
 /// (no context is an answer, not a failure).
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let config = config(cli, Limits::default())?;
+    // `@kb:` tokens (or several --kb) name the libraries to read; without
+    // one, the library in use (or --library / --kb) answers.
+    let (config, message) = with_kbs(cli, &args.message)?;
     let server = match (&args.llm_url, &args.llm_model) {
         (Some(url), Some(model)) => Some(LlmConfig::keyed(url, model)),
         _ => None,
@@ -49,19 +51,15 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         Answerer::choose(choice, &config.models, server).map_err(Error::Unavailable)?;
     let stop = Arc::new(AtomicBool::new(false));
     stop_on_signals(&stop)?;
-    // `@kb:` tokens name the libraries to read; without one, the library
-    // in use (or --library / --kb) answers.
     let mut answer = if args.output.json {
-        crate::library::ask_from(config, &args.message, &answerer, &stop, &mut |_| {})?
+        crate::library::ask_from(config, &message, &answerer, &stop, &mut |_| {})?
     } else {
         let mut out = Streamed {
             // Quotes are printed whole, with their passages, at the end.
             shows_context: !matches!(answerer, Answerer::Extractive),
             writing: false,
         };
-        crate::library::ask_from(config, &args.message, &answerer, &stop, &mut |p| {
-            out.progress(p)
-        })?
+        crate::library::ask_from(config, &message, &answerer, &stop, &mut |p| out.progress(p))?
     };
     answer.notes.extend(note);
     if !args.output.json(&answer) {

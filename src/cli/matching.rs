@@ -3,11 +3,14 @@
 
 use std::process::ExitCode;
 
-use super::{Cli, Output, open};
-use crate::Error;
+use super::{Cli, Output, with_kbs};
 use crate::foreign::ask::Elsewhere;
-use crate::lanes::{Candidate, Detail};
+use crate::lanes::merge::{LaneGroup, RouteState, RouteStep};
+use crate::lanes::{Candidate, Detail, Explain, LaneState, MatchView};
+use crate::library::shared::SharedMatch;
+use crate::library::{Across, AskedLanes, AskedLibrary};
 use crate::score::Cosine;
+use crate::{Error, Library};
 
 /// The arguments of `carrel match`.
 #[derive(clap::Args)]
@@ -22,67 +25,157 @@ pub struct Args {
     output: Output,
 }
 
-/// Prints both lanes; fails when neither lane could look.
+/// Prints both lanes; fails when neither lane could look. A question whose
+/// `@kb:` tokens (or several --kb) name libraries is explained library by
+/// library ([`across`]).
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let Args {
-        query,
-        top_k,
-        explain,
-        output,
-    } = args;
-    let mut library = open(cli)?;
-    let response = library.match_query(query, *top_k)?;
+    let (config, query) = with_kbs(cli, &args.query)?;
+    // What is printed for people always reads the explanation: the topic
+    // lane says which passages its lexical checks could not judge.
+    let detail = if args.explain || !args.output.json {
+        Detail::Explain
+    } else {
+        Detail::Hits
+    };
+    if let Some(across) = crate::library::explain_across(&config, &query, args.top_k, detail)? {
+        return Ok(print_across(&across, args));
+    }
+    let mut library = Library::open_existing(config)?;
+    let view = library.match_query(&query, args.top_k)?.view(detail);
     // The foreign sources' own list, never sorted with the lanes.
-    let elsewhere = library.ask_elsewhere(query)?;
-    if output.json {
-        let detail = if *explain {
-            Detail::Explain
-        } else {
-            Detail::Hits
-        };
+    let elsewhere = library.ask_elsewhere(&query)?;
+    if args.output.json {
         #[derive(serde::Serialize)]
         struct WithElsewhere<'a> {
             #[serde(flatten)]
-            lanes: crate::lanes::MatchView,
+            lanes: &'a MatchView,
             elsewhere: &'a Elsewhere,
         }
         super::print_json(&WithElsewhere {
-            lanes: response.view(detail),
+            lanes: &view,
             elsewhere: &elsewhere,
         });
     } else {
-        print_match(&response, *explain);
+        print_match(&view, args.explain);
         print_elsewhere(&elsewhere);
     }
-    let looked = |state: &str| state == "ready" || state == "weak";
-    Ok(
-        if looked(response.subject.state()) || looked(response.topic.state()) {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        },
+    Ok(exit_code(looked(&view)))
+}
+
+/// Whether either lane could look: a lane that is unavailable or failed
+/// did not.
+fn looked(view: &MatchView) -> bool {
+    let looked = |state: LaneState| matches!(state, LaneState::Ready | LaneState::Weak);
+    looked(view.subject.state) || looked(view.topic.state)
+}
+
+fn exit_code(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Each library an `@kb:` question named: its route, then its own lanes, or
+/// what its hub returned. Fails when no library could look.
+fn print_across(across: &Across, args: &Args) -> ExitCode {
+    if args.output.json(across) {
+        return exit_code(across.libraries.iter().any(answered));
+    }
+    for (i, asked) in across.libraries.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        println!("{}", route_line(&asked.route));
+        match &asked.lanes {
+            Some(AskedLanes::Here { view }) => print_match(view, args.explain),
+            Some(AskedLanes::Hub { url, returned }) => print_returned(url, returned),
+            None => {}
+        }
+    }
+    exit_code(across.libraries.iter().any(answered))
+}
+
+/// Whether a library named answered with a lane that could look.
+fn answered(asked: &AskedLibrary) -> bool {
+    match &asked.lanes {
+        Some(AskedLanes::Here { view }) => looked(view),
+        Some(AskedLanes::Hub { .. }) => true,
+        None => false,
+    }
+}
+
+/// "LIBRARY admirers (Ada Moreau): answered in 84 ms", or why it was not.
+fn route_line(step: &RouteStep) -> String {
+    let owner = step.owner.as_deref().unwrap_or("owner not set");
+    let state = match &step.state {
+        RouteState::Answered => "answered".to_string(),
+        RouteState::Unavailable { reason } => format!("unavailable: {reason}"),
+        RouteState::Failed { reason } => format!("failed: {reason}"),
+    };
+    format!(
+        "LIBRARY {} ({owner}): {state}, {:.0} ms",
+        step.name(),
+        step.ms
     )
 }
 
-fn print_match(r: &crate::lanes::MatchResponse, explain: bool) {
-    print_subject(r);
-    println!();
-    print_topic(r);
-    if explain {
-        print_explain(r);
+/// What another machine's hub returned for its library, each lane's
+/// groups under their scorers.
+fn print_returned(url: &str, m: &SharedMatch) {
+    println!("  its hub at {url} returned:");
+    for (lane, groups) in [
+        ("SUBJECT", summarise(&m.subject.groups, |h| &h.title)),
+        ("TOPIC", summarise(&m.topic.groups, |h| &h.title)),
+    ] {
+        if groups.is_empty() {
+            println!("  {lane}: nothing");
+        }
+        for g in groups {
+            println!("  {lane}: {g}");
+        }
+    }
+    for held in &m.topic_held_back {
+        println!("  held back in {}: {}", held.kb, held.why);
     }
 }
 
-fn print_subject(r: &crate::lanes::MatchResponse) {
+/// Each group as "hit by SCORER: A, B", its hits best first.
+fn summarise<H>(groups: &[LaneGroup<H>], title: impl Fn(&H) -> &String) -> Vec<String> {
+    groups
+        .iter()
+        .map(|g| {
+            let titles: Vec<&str> = g.hits.iter().map(|h| title(&h.hit).as_str()).collect();
+            format!(
+                "{} by {}: {}",
+                g.standing.as_str(),
+                g.scorer,
+                titles.join(", ")
+            )
+        })
+        .collect()
+}
+
+fn print_match(view: &MatchView, explain: bool) {
+    print_subject(view);
+    println!();
+    print_topic(view);
+    if let (true, Some(e)) = (explain, &view.explain) {
+        print_explain(e);
+    }
+}
+
+fn print_subject(r: &MatchView) {
     println!(
         "SUBJECT: is a document what \"{}\" is ABOUT?  [{}]",
         r.query,
-        r.subject.state()
+        r.subject.state.as_str()
     );
-    if let Some(reason) = r.subject.reason() {
+    if let Some(reason) = &r.subject.reason {
         println!("  {reason}");
     }
-    for h in r.subject.hits() {
+    for h in &r.subject.hits {
         let rerank = h
             .rerank
             .map(|l| format!("  rerank {:.2}", l.get()))
@@ -98,26 +191,28 @@ fn print_subject(r: &crate::lanes::MatchResponse) {
             println!("         {}", h.why);
         }
     }
-    if r.subject.reason().is_none() && r.subject.hits().is_empty() {
+    if r.subject.reason.is_none() && r.subject.hits.is_empty() {
         println!("  no document is about this");
     }
-    print_below_floor(r.subject.below_floor().iter().map(|h| (&h.title, h.cosine)));
+    print_below_floor(r.subject.below_floor.iter().map(|h| (&h.title, h.cosine)));
 }
 
-fn print_topic(r: &crate::lanes::MatchResponse) {
+fn print_topic(r: &MatchView) {
     println!(
         "TOPIC: which documents DISCUSS it?  [{}]  ({} vetoed by headings)",
-        r.topic.state(),
-        r.explain.vetoed
+        r.topic.state.as_str(),
+        r.topic_vetoed
     );
-    if let Some(reason) = r.topic.reason() {
+    if let Some(reason) = &r.topic.reason {
         println!("  {reason}");
     }
-    if let Some(why) = &r.explain.topic_held_back {
+    if let Some(why) = &r.topic_held_back {
         println!("  held back: {why}");
     }
-    print_unjudged(&r.explain.topic);
-    for h in r.topic.hits() {
+    if let Some(e) = &r.explain {
+        print_unjudged(&e.topic);
+    }
+    for h in &r.topic.hits {
         let page = h.page.map(|p| format!(" p.{p}")).unwrap_or_default();
         let mut place = h.heading_path.clone();
         if place.first() != Some(&h.title) {
@@ -132,13 +227,10 @@ fn print_topic(r: &crate::lanes::MatchResponse) {
         let passage: String = h.passage.chars().take(160).collect();
         println!("         {}", passage.replace('\n', " "));
     }
-    if r.topic.reason().is_none()
-        && r.topic.hits().is_empty()
-        && r.explain.topic_held_back.is_none()
-    {
+    if r.topic.reason.is_none() && r.topic.hits.is_empty() && r.topic_held_back.is_none() {
         println!("  no passage discusses this");
     }
-    print_below_floor(r.topic.below_floor().iter().map(|h| (&h.title, h.cosine)));
+    print_below_floor(r.topic.below_floor.iter().map(|h| (&h.title, h.cosine)));
 }
 
 /// The topic candidates the lexical checks could not judge, counted by
@@ -173,8 +265,7 @@ fn print_below_floor<'a>(tail: impl ExactSizeIterator<Item = (&'a String, Cosine
 }
 
 /// `--explain`: the timings, and every candidate with its decision.
-fn print_explain(r: &crate::lanes::MatchResponse) {
-    let e = &r.explain;
+fn print_explain(e: &Explain) {
     println!();
     println!(
         "EXPLAIN  embed {:.1} ms, subject {:.1} ms, topic {:.1} ms; cross-encoder {}",

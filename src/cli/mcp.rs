@@ -43,7 +43,7 @@ pub(super) fn hub(cli: &Cli, kbs: &[String]) -> Result<Hub, Error> {
             .collect();
         Ok(Hub::open(&chosen, &models))
     };
-    if let Some(kb) = &cli.kb {
+    if let Some(kb) = super::one_kb(cli)? {
         return one(survey.find(kb)?);
     }
     if cli.library.is_some() {

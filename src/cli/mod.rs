@@ -53,9 +53,10 @@ pub struct Cli {
     #[arg(long, global = true)]
     library: Option<PathBuf>,
     /// The library on the shelf with this name (`carrel kb list`), instead
-    /// of --library
+    /// of --library; `match` and `ask` take several, each asked on its own
+    /// as `@kb:NAME` in the question is
     #[arg(long, global = true, conflicts_with = "library")]
-    kb: Option<String>,
+    kb: Vec<String>,
     /// Folder with the ONNX Runtime library and the models [default: those
     /// installed with the package, else $CARREL_MODELS, else models/ in the
     /// platform data dir, which `make models` fills]
@@ -196,7 +197,7 @@ fn create(cli: &Cli, limits: Limits) -> Result<Library, Error> {
 
 fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
     let (mut dir, _) = crate::library_dir(cli.library.as_deref(), None)?;
-    if let Some(kb) = &cli.kb {
+    if let Some(kb) = one_kb(cli)? {
         dir = crate::library::shelf::Shelf::load(&crate::library::shelf::shelf_path()?)?
             .survey(&dir)
             .find(kb)?;
@@ -207,6 +208,31 @@ fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
         ..limits
     };
     Ok(config)
+}
+
+/// The one library `--kb` names, if any; several is an error for every
+/// command but those that take them as `@kb:` tokens ([`with_kbs`]).
+fn one_kb(cli: &Cli) -> Result<Option<&str>, Error> {
+    match cli.kb.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one)),
+        several => Err(Error::SeveralKbs(several.len())),
+    }
+}
+
+/// For `match` and `ask`: several `--kb` become the question's `@kb:`
+/// tokens, so the engine's one grammar reads them, and the library in use
+/// is the home the named libraries are opened from. One `--kb`, or none,
+/// leaves both as they are.
+fn with_kbs(cli: &Cli, message: &str) -> Result<(LibraryConfig, String), Error> {
+    if cli.kb.len() < 2 {
+        return Ok((config(cli, Limits::default())?, message.to_string()));
+    }
+    let (dir, _) = crate::library_dir(cli.library.as_deref(), None)?;
+    let mut config = LibraryConfig::new(dir, models(cli)?);
+    config.limits.isolation = isolation(cli);
+    let tokens: Vec<String> = cli.kb.iter().map(|kb| format!("@kb:{kb}")).collect();
+    Ok((config, format!("{} {message}", tokens.join(" "))))
 }
 
 /// The extraction worker's limits the flags and environment ask for.

@@ -69,6 +69,17 @@ pub enum Standing {
     BelowFloor,
 }
 
+impl Standing {
+    /// How people read it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Standing::Hit => "hits",
+            Standing::Weak => "weak hits",
+            Standing::BelowFloor => "below the floor",
+        }
+    }
+}
+
 /// Hits placed by one scorer and standing one way, best first, from one or
 /// more libraries.
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
@@ -215,6 +226,17 @@ pub struct RouteStep {
     pub state: RouteState,
     /// From asking to its answer (or failure).
     pub ms: f64,
+}
+
+impl RouteStep {
+    /// The library's name as a sentence gives it: `` `kb` ``, or what it
+    /// is when its name could not be read.
+    pub fn name(&self) -> String {
+        match &self.kb {
+            Some(kb) => format!("`{kb}`"),
+            None => "a library that could not be opened".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, specta::Type)]

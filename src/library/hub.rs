@@ -493,15 +493,6 @@ impl Member {
     }
 }
 
-impl RouteStep {
-    fn name(&self) -> String {
-        match &self.kb {
-            Some(kb) => format!("`{kb}`"),
-            None => "a library that could not be opened".into(),
-        }
-    }
-}
-
 fn open_member(dir: &Path, models: &ModelConfig) -> MemberState {
     let opened = (|| {
         let library =

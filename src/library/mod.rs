@@ -8,6 +8,8 @@
 //! - [`retrieval`](self::retrieval): both lanes, the query cache, the log;
 //! - [`watches`](self::watches): the watch list (the syncing is [`crate::watch`]);
 //! - [`chat`](self::chat): grounded answers and the kept chat;
+//! - [`across`](self::across): an `@kb:` question explained, library by
+//!   library;
 //! - [`doctor`](self::doctor): each part, and whether it works;
 //! - [`shelf`](self::shelf): the libraries kept on this machine;
 //! - [`hub`](self::hub): several libraries asked as one, with attribution;
@@ -15,6 +17,7 @@
 //! - [`shared`](self::shared): what a search across libraries carries,
 //!   spoken by both.
 
+mod across;
 mod chat;
 mod doctor;
 mod documents;
@@ -30,6 +33,7 @@ mod watches;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use across::{Across, AskedLanes, AskedLibrary, explain_across};
 pub use chat::{ask_from, ask_shared};
 pub use doctor::{Doctor, HealthCheck};
 pub use documents::{DocState, DocumentText, Listed, Shown};

@@ -77,7 +77,7 @@ impl std::fmt::Display for Scorer {
 /// A search over several libraries: the route, then each lane apart, every
 /// hit with its library and owner. The two lanes are never merged; within a
 /// lane, hits share a list only when one scorer placed them all.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct SharedMatch {
     pub query: String,
     pub route: Vec<RouteStep>,
@@ -92,7 +92,7 @@ pub struct SharedMatch {
 }
 
 /// A library whose topic lane held back on a query, and why.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, specta::Type)]
 pub struct HeldBack {
     pub kb: String,
     pub why: String,
