@@ -249,6 +249,30 @@ pub async fn match_query(state: State<'_, AppState>, query: String) -> Result<Ma
     .await
 }
 
+/// A question whose `@kb:` tokens name libraries, explained library by
+/// library for the match panel (each its route and its own two lanes, or
+/// what its hub returned); none when it names none, and the panel explains
+/// it with the library in use ([`match_query`]). The engine's parser
+/// decides, never the page. The libraries named are opened for the
+/// question alone, without the library in use's lock.
+#[tauri::command]
+#[specta::specta]
+pub async fn explain_across(
+    state: State<'_, AppState>,
+    message: String,
+) -> Result<Option<carrel::library::Across>> {
+    let home = state.settings().library_config()?;
+    blocking(move || {
+        Ok(carrel::library::explain_across(
+            &home,
+            &message,
+            MATCH_TOP_K,
+            Detail::Explain,
+        )?)
+    })
+    .await
+}
+
 #[tauri::command]
 #[specta::specta]
 pub async fn complete_mention(

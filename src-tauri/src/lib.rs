@@ -44,6 +44,7 @@ pub fn builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::add_remote_library,
             commands::remove_watch,
             commands::match_query,
+            commands::explain_across,
             commands::complete_mention,
             commands::check_mentions,
             commands::ask,

@@ -51,6 +51,15 @@ export const commands = {
 	/**  Stops watching; the documents stay. */
 	removeWatch: (id: number) => typedError<null, AppError>(__TAURI_INVOKE("remove_watch", { id })),
 	matchQuery: (query: string) => typedError<MatchView, AppError>(__TAURI_INVOKE("match_query", { query })),
+	/**
+	 *  A question whose `@kb:` tokens name libraries, explained library by
+	 *  library for the match panel (each its route and its own two lanes, or
+	 *  what its hub returned); none when it names none, and the panel explains
+	 *  it with the library in use ([`match_query`]). The engine's parser
+	 *  decides, never the page. The libraries named are opened for the
+	 *  question alone, without the library in use's lock.
+	 */
+	explainAcross: (message: string) => typedError<Across | null, AppError>(__TAURI_INVOKE("explain_across", { message })),
 	completeMention: (partial: string) => typedError<MentionOption[], AppError>(__TAURI_INVOKE("complete_mention", { partial })),
 	checkMentions: (message: string) => typedError<MentionCheck[], AppError>(__TAURI_INVOKE("check_mentions", { message })),
 	ask: (message: string, onProgress: Channel<AnswerEvent>) => typedError<Answer, AppError>(__TAURI_INVOKE("ask", { message, onProgress })),
@@ -142,6 +151,14 @@ export type Acknowledgement = {
 	sentence: string,
 };
 
+/**  An `@kb:` question, each library it names asked on its own. */
+export type Across = {
+	/**  The question, its `@kb:` and `@doc:` tokens taken out. */
+	query: string,
+	/**  Each library named, in the order named. */
+	libraries: AskedLibrary[],
+};
+
 export type AddReport = {
 	added: number,
 	unchanged: number,
@@ -214,6 +231,32 @@ export type AppInfo = {
 	/**  Embedding workers when the setting is empty: every core but one. */
 	default_jobs: number,
 };
+
+/**  A library's lanes for the question, as they were made. */
+export type AskedLanes = 
+/**
+ *  On this machine: its own lanes, as the panel shows the library in
+ *  use.
+ */
+{ at: "here"; view: MatchView } | 
+/**  On another machine: what its hub returned, as it returned it. */
+{ at: "hub"; url: string; returned: SharedMatch };
+
+/**
+ *  One library an `@kb:` question named: how it took part, and its lanes
+ *  when it answered.
+ */
+export type AskedLibrary = {
+	route: RouteStep,
+	/**  Its two lanes, when it answered. */
+	lanes: AskedLanes | null,
+};
+
+/**  A hit with the library it came from and who keeps that library. */
+export type Attributed<H> = {
+	kb: Kb,
+	owner: string | null,
+} & H;
 
 export type Candidate = {
 	doc: number,
@@ -613,6 +656,12 @@ export type Found =
 
 export type HealthCheck = { status: "ok"; detail: string } | { status: "failed"; error: string };
 
+/**  A library whose topic lane held back on a query, and why. */
+export type HeldBack = {
+	kb: string,
+	why: string,
+};
+
 /**  What a library says about itself, stored in its own file. */
 export type Identity = {
 	kb: Kb,
@@ -645,6 +694,16 @@ table: string;
 /**  Its `vector` column. */
 vector_column: string };
 
+/**
+ *  Hits placed by one scorer and standing one way, best first, from one or
+ *  more libraries.
+ */
+export type LaneGroup<H> = {
+	scorer: string,
+	standing: Standing,
+	hits: Attributed<H>[],
+};
+
 /**  A lane's state, as the UI and JSON name it. */
 export type LaneState = "ready" | "weak" | "unavailable" | "failed";
 
@@ -676,6 +735,14 @@ export type LibraryChanged = {
 	removed: number,
 	/**  A watch that could not be read, in a sentence. */
 	error: string | null,
+};
+
+/**  One library's lane as it stood, for the shared view. */
+export type LibraryLane = {
+	kb: Kb,
+	owner: string | null,
+	state: LaneState,
+	reason: string | null,
 };
 
 /**
@@ -1015,6 +1082,35 @@ export type SettingsProblem = {
 	kept_at: string | null,
 };
 
+/**
+ *  One lane over several libraries: how the lane stood in each, and its hits
+ *  in groups that were each ordered by one scorer (admitted hits first,
+ *  then weak ones, then the sub-floor tails), at most `top_k` per group.
+ */
+export type SharedLane<H> = {
+	libraries: LibraryLane[],
+	groups: LaneGroup<H>[],
+};
+
+/**
+ *  A search over several libraries: the route, then each lane apart, every
+ *  hit with its library and owner. The two lanes are never merged; within a
+ *  lane, hits share a list only when one scorer placed them all.
+ */
+export type SharedMatch = {
+	query: string,
+	route: RouteStep[],
+	subject: SharedLane<SubjectHit>,
+	topic: SharedLane<TopicHit>,
+	/**  Topic candidates the heading veto dropped, over every library asked. */
+	topic_vetoed: number,
+	/**
+	 *  Each library whose topic lane held back on the query, and why (the
+	 *  query's words none of its passages use). Absent from older hubs.
+	 */
+	topic_held_back?: HeldBack[],
+};
+
 /**  How a library on the shelf stands, as `carrel kb list` shows it. */
 export type ShelfState = 
 /**
@@ -1166,6 +1262,15 @@ export type SourcesNow = {
 	/**  The pre-rerank field's label for a new source, by store and metric. */
 	limit_labels: LimitLabel[],
 };
+
+/**  How the hits of a group stand in their libraries' lanes. */
+export type Standing = 
+/**  Admitted by the lane: an answer. */
+"hit" | 
+/**  A weak hit: to take with care (the library's lane says why). */
+"weak" | 
+/**  Under the lane's floor: shown for context, never an answer. */
+"below_floor";
 
 export type Statement = {
 	text: string,

@@ -61,6 +61,8 @@ export async function open(browser, url, engine, { debug = false } = {}) {
         identity: { kb: "default", title: "Default library", owner: null, description: "" } }],
       watcher_health: () => ({ state: "running" }), settings_problem: () => null,
       readable_kinds: () => "PDF, HTML, Markdown and plain text",
+      // A question that names no library with @kb: (the engine's parser).
+      explain_across: () => null,
       // A library with no foreign source: nothing asked elsewhere.
       ask_elsewhere: () => ({ hits: [], sources: [], floor: null, ms: 0 }),
       ...${source}

@@ -709,6 +709,25 @@ test("an answer across libraries shows the route and whose library each quote ca
     ...library,
     complete_mention: () => [],
     check_mentions: () => [],
+    explain_across: (args) => {
+      if (!args.message.includes("@kb:")) return null;
+      const lane = (hits) => ({ state: "ready", reason: null, hits, below_floor: [] });
+      return {
+        query: "who killed William",
+        libraries: [
+          { route: { kb: "skeptics", owner: "Ben Okafor", state: "answered", ms: 98 },
+            lanes: { at: "here", view: {
+              query: "who killed William", topic_vetoed: 0, topic_held_back: null,
+              subject: lane([]),
+              topic: lane([{ doc: 1, title: "Frankenstein: the creature is the monster", locations: [], chunk: 0,
+                heading_path: ["Who is responsible"], passage: "The creature strangles William.", page: null,
+                cosine: 0.61, scorer: "cosine:all-MiniLM-L6-v2@e89566ed498f" }]),
+            } } },
+          { route: { kb: "archive", owner: null, state: "failed", ms: 3,
+            reason: "the hub at http://old-hub:7311/mcp could not be reached" }, lanes: null },
+        ],
+      };
+    },
     list_libraries: () => [
       { dir: "/d/admirers", in_use: true, state: "ready", documents: 5,
         identity: { kb: "admirers", title: "Admirers' notes", owner: "Ada Moreau", description: "" } },
@@ -767,11 +786,21 @@ test("an answer across libraries shows the route and whose library each quote ca
   assert.equal(await turn.getByTestId("passage-link").count(), 1);
   assert.match(await turn.getByTestId("passage-elsewhere").getAttribute("title"), /in library skeptics/);
   assert.ok(await turn.getByTestId("citation").nth(1).isDisabled());
-  // Typing a scoped question: the panel (the library in use only) says so
-  // and does not run the lanes on the wrong library.
-  await page.getByTestId("composer").fill("@kb:skeptics who killed William");
-  await page.getByTestId("match-scoped").waitFor();
-  assert.match(await page.getByTestId("match-scoped").innerText(), /reads @kb:skeptics/);
+  // Typing a scoped question: the panel explains it library by library, as
+  // the engine's parser and lanes said, and never runs the library in use's
+  // lanes on it; a hit of another library does not open as the same id here.
+  await page.getByTestId("composer").fill("@kb:skeptics @kb:archive who killed William");
+  const asked = page.getByTestId("across-library");
+  await asked.nth(1).waitFor();
+  assert.deepEqual((await page.getByTestId("across-route").allInnerTexts()).map((t) => t.replace(/\s+/g, " ")), [
+    "@kb:skeptics kept by Ben Okafor · answered in 98 ms",
+    "@kb:archive owner not known · failed: the hub at http://old-hub:7311/mcp could not be reached",
+  ]);
+  assert.match(await asked.nth(0).getByTestId("topic-state").innerText(), /^ready$/);
+  assert.match(await asked.nth(0).locator(".hit").first().innerText(), /Frankenstein: the creature is the monster/);
+  assert.ok(await asked.nth(0).locator(".hit").first().isDisabled());
+  assert.equal(await asked.nth(1).locator(".lane").count(), 0, "a library that failed shows no lanes");
+  assert.match(await page.getByTestId("match-query").innerText(), /for “who killed William” in 2 libraries, each asked on its own/);
   assert.equal(await page.evaluate(() => window.__CALLS__.filter(([c]) => c === "match_query").length), 0);
   assert.deepEqual(errors, []);
   await page.close();

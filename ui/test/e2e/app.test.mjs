@@ -447,19 +447,31 @@ journey("an @kb: question reads the libraries it names, shows the route, and say
   const box = await $t("composer");
   await box.click();
   await box.addValue("@kb:admirers @kb:skeptics who is responsible for the murders in Frankenstein");
-  // The match panel runs on the library in use: it says so instead of
-  // explaining this question with the wrong library.
-  // The panel follows the words typed at each pause: typing slowed by a busy
-  // machine may pause halfway ("@kb:s"), so wait for the note on the whole
-  // question, not for the first note.
+  // The match panel explains the question library by library: each its
+  // route and its own two lanes, never merged. The panel follows the words
+  // typed at each pause: typing slowed by a busy machine may pause halfway
+  // ("@kb:s"), so wait for the whole question's two libraries.
+  const routes = async () => {
+    const out = [];
+    for (const r of await browser.$$('[data-testid="across-route"]')) out.push((await r.getText()).replace(/\s+/g, " "));
+    return out;
+  };
   await until(
-    "the panel's scope note on both libraries",
+    "the panel's two libraries, each answered",
     async () => {
-      const notes = await browser.$$('[data-testid="match-scoped"]');
-      return notes.length > 0 && /@kb:admirers, @kb:skeptics\./.test(await notes[0].getText());
+      const r = await routes();
+      return r.length === 2 && /^@kb:admirers kept by Ada Moreau · answered in \d+ ms$/.test(r[0]) && /^@kb:skeptics kept by Ben Okafor · answered in \d+ ms$/.test(r[1]);
     },
-    30000,
+    60000,
   );
+  const asked = await browser.$$('[data-testid="across-library"]');
+  for (const [i, title] of [[0, /the creator is the monster/], [1, /the creature chose to kill/]]) {
+    assert.equal((await asked[i].$$('[data-lane="subject"]')).length, 1);
+    assert.equal((await asked[i].$$('[data-lane="topic"]')).length, 1);
+    assert.match(await asked[i].getText(), title);
+  }
+  await (await $t("match-panel")).scrollIntoView();
+  await shot("12a-panel-across-libraries");
   await (await $t("send")).click();
   await until("the answer across libraries", async () => (await browser.$$('[data-testid="route"]')).length > 0, 60000);
   const route = await (await $t("route")).getText();
@@ -491,6 +503,15 @@ journey("a library another machine shares is added by URL and token, asked by @k
   const box = await $t("composer");
   await box.click();
   await box.addValue("@kb:admirers @kb:critics Mill's harm principle and free speech");
+  // The library on the other machine in the panel: what its hub returned.
+  await until(
+    "the hub's answer in the panel",
+    async () => {
+      const hub = await browser.$$('[data-testid="hub-returned"]');
+      return hub.length === 1 && /Its hub at http:\/\/127\.0\.0\.1:\d+\/mcp returned:[\s\S]*Discusses[\s\S]*the harm principle is too vague/.test(await hub[0].getText());
+    },
+    60000,
+  );
   const answered = (await browser.$$('[data-testid="route"]')).length;
   await (await $t("send")).click();
   await until("the answer from both machines", async () => (await browser.$$('[data-testid="route"]')).length > answered, 60000);
