@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Cli, Output, models, progress_bar};
+use crate::eval::EvalReport;
 use crate::models::EmbedderKind;
 use crate::sweep::{At, NOISE_TARGET};
 use crate::{Error, LibraryConfig};
@@ -33,23 +34,29 @@ pub struct Args {
 
 /// Runs the evaluation and prints its metrics as a Markdown table.
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
-    let Args {
-        dir,
-        keep_library,
-        plot,
-        embedder,
-        output,
-    } = args;
-    let scratch = match keep_library {
+    let report = evaluate(cli, args)?;
+    if let Some(out) = &args.plot {
+        plot_floors(&report, &args.dir, out)?;
+    }
+    if !args.output.json(&report) {
+        print_report(&report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Builds the evaluation library (in a scratch folder unless one is kept)
+/// and scores it, with progress.
+fn evaluate(cli: &Cli, args: &Args) -> Result<EvalReport, Error> {
+    let scratch = match &args.keep_library {
         Some(kept) => kept.clone(),
         None => crate::eval::scratch_dir()?,
     };
-    if let Some(kind) = embedder {
-        choose_embedder(&scratch, *kind, models(cli)?)?;
+    if let Some(kind) = args.embedder {
+        choose_embedder(&scratch, kind, models(cli)?)?;
     }
     let bar = progress_bar();
     let result = crate::eval::run(
-        dir,
+        &args.dir,
         LibraryConfig::new(scratch.clone(), models(cli)?),
         &mut |p| {
             bar.set_length(p.total as u64);
@@ -58,104 +65,123 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         },
     );
     bar.finish_and_clear();
-    if keep_library.is_none() {
+    if args.keep_library.is_none() {
         let _ = std::fs::remove_dir_all(&scratch);
     }
-    let report = result?;
-    if let Some(out) = plot {
-        plot_floors(&report, dir, out)?;
-    }
-    if !output.json(&report) {
+    result
+}
+
+/// The report for people: the set, the lanes' table, then where the topic
+/// lane lost what it lost, the floors, states and latency.
+fn print_report(report: &EvalReport) {
+    println!(
+        "{} ({}): {} documents ({} broken), {} queries ({} with qrels, {} noise)",
+        report.dataset,
+        report.embedder,
+        report.documents,
+        report.broken_documents,
+        report.queries,
+        report.relevant_queries,
+        report.noise_queries
+    );
+    print_lanes(report);
+    print_by_kind(report);
+    print_losses(report);
+    print_floors(report);
+    println!("subject states: {:?}", report.subject_states);
+    println!("topic states:   {:?}", report.topic_states);
+    print_latency(report);
+}
+
+/// Each lane and its baselines, one row each.
+fn print_lanes(report: &EvalReport) {
+    println!(
+        "| lane | nDCG@10 | Recall@10 | MRR@10 | P@1 | fires on | first hit right when it fires | noise admitted |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (name, m) in [
+        ("subject", &report.subject),
+        ("subject, cosine order only", &report.subject_cosine),
+        ("topic", &report.topic),
+        ("topic, best passage by cosine only", &report.topic_dense),
+        ("bm25 (FTS5)", &report.bm25),
+    ] {
         println!(
-            "{} ({}): {} documents ({} broken), {} queries ({} with qrels, {} noise)",
-            report.dataset,
-            report.embedder,
-            report.documents,
-            report.broken_documents,
-            report.queries,
-            report.relevant_queries,
+            "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0}% | {:.0}% | {} of {} |",
+            m.ndcg_at_10,
+            m.recall_at_10,
+            m.mrr_at_10,
+            m.p_at_1,
+            100.0 * m.fires_on,
+            100.0 * m.right_when_fired,
+            m.noise_leaks,
             report.noise_queries
         );
-        println!(
-            "| lane | nDCG@10 | Recall@10 | MRR@10 | P@1 | fires on | first hit right when it fires | noise admitted |"
-        );
-        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-        for (name, m) in [
-            ("subject", &report.subject),
-            ("subject, cosine order only", &report.subject_cosine),
-            ("topic", &report.topic),
-            ("topic, best passage by cosine only", &report.topic_dense),
-            ("bm25 (FTS5)", &report.bm25),
-        ] {
-            println!(
-                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0}% | {:.0}% | {} of {} |",
-                m.ndcg_at_10,
-                m.recall_at_10,
-                m.mrr_at_10,
-                m.p_at_1,
-                100.0 * m.fires_on,
-                100.0 * m.right_when_fired,
-                m.noise_leaks,
-                report.noise_queries
-            );
-        }
-        // Per kind of query, where the set has more than one (the
-        // calibration set's index terms and titles).
-        if report.by_kind.len() > 1 {
-            println!(
-                "| lane, by kind of query | queries | nDCG@10 | fires on | first hit right when it fires |"
-            );
-            println!("|---|---:|---:|---:|---:|");
-            for (kind, k) in &report.by_kind {
-                for (lane, m) in [("subject", &k.subject), ("topic", &k.topic)] {
-                    println!(
-                        "| {lane}, {kind} | {} | {:.3} | {:.0}% | {:.1}% |",
-                        k.queries,
-                        m.ndcg_at_10,
-                        100.0 * m.fires_on,
-                        100.0 * m.right_when_fired
-                    );
-                }
-            }
-        }
-        let t = &report.topic_losses;
-        println!(
-            "topic lane, relevant (query, document) pairs: {} in all, {} found in the first 10; \
-             lost to: the candidate pool {}, the veto alone {}, veto and floor {}, the floor {}, \
-             words the library never uses {}, rank past 10 {}",
-            t.pairs,
-            t.found,
-            t.outside_pool,
-            t.vetoed,
-            t.vetoed_below_floor,
-            t.below_floor,
-            t.unfamiliar,
-            t.ranked_out
-        );
-        let o = &report.subject_order;
-        println!(
-            "subject lane, cards the cross-encoder scored: on {} queries with a relevant one among them, \
-             the cross-encoder put it first {} times, cosine {}",
-            o.queries, o.cross_encoder_first, o.cosine_first
-        );
-        print_floors(&report);
-        println!("subject states: {:?}", report.subject_states);
-        println!("topic states:   {:?}", report.topic_states);
-        let l = &report.latency;
-        println!(
-            "latency: cold first query {:.0} ms; warm p50/p95 embed {:.1}/{:.1} ms, subject {:.1}/{:.1} ms, topic {:.1}/{:.1} ms, bm25 {:.1}/{:.1} ms",
-            l.cold_first_query_ms,
-            l.embed_p50_ms,
-            l.embed_p95_ms,
-            l.subject_p50_ms,
-            l.subject_p95_ms,
-            l.topic_p50_ms,
-            l.topic_p95_ms,
-            l.bm25_p50_ms,
-            l.bm25_p95_ms
-        );
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Per kind of query, where the set has more than one (the calibration
+/// set's index terms and titles).
+fn print_by_kind(report: &EvalReport) {
+    if report.by_kind.len() <= 1 {
+        return;
+    }
+    println!(
+        "| lane, by kind of query | queries | nDCG@10 | fires on | first hit right when it fires |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for (kind, k) in &report.by_kind {
+        for (lane, m) in [("subject", &k.subject), ("topic", &k.topic)] {
+            println!(
+                "| {lane}, {kind} | {} | {:.3} | {:.0}% | {:.1}% |",
+                k.queries,
+                m.ndcg_at_10,
+                100.0 * m.fires_on,
+                100.0 * m.right_when_fired
+            );
+        }
+    }
+}
+
+/// Where the topic lane lost relevant documents, and which scorer put the
+/// subject lane's relevant card first.
+fn print_losses(report: &EvalReport) {
+    let t = &report.topic_losses;
+    println!(
+        "topic lane, relevant (query, document) pairs: {} in all, {} found in the first 10; \
+         lost to: the candidate pool {}, the veto alone {}, veto and floor {}, the floor {}, \
+         words the library never uses {}, rank past 10 {}",
+        t.pairs,
+        t.found,
+        t.outside_pool,
+        t.vetoed,
+        t.vetoed_below_floor,
+        t.below_floor,
+        t.unfamiliar,
+        t.ranked_out
+    );
+    let o = &report.subject_order;
+    println!(
+        "subject lane, cards the cross-encoder scored: on {} queries with a relevant one among them, \
+         the cross-encoder put it first {} times, cosine {}",
+        o.queries, o.cross_encoder_first, o.cosine_first
+    );
+}
+
+fn print_latency(report: &EvalReport) {
+    let l = &report.latency;
+    println!(
+        "latency: cold first query {:.0} ms; warm p50/p95 embed {:.1}/{:.1} ms, subject {:.1}/{:.1} ms, topic {:.1}/{:.1} ms, bm25 {:.1}/{:.1} ms",
+        l.cold_first_query_ms,
+        l.embed_p50_ms,
+        l.embed_p95_ms,
+        l.subject_p50_ms,
+        l.subject_p95_ms,
+        l.topic_p50_ms,
+        l.topic_p95_ms,
+        l.bm25_p50_ms,
+        l.bm25_p95_ms
+    );
 }
 
 /// Records the evaluation library's embedder before it is filled; a kept

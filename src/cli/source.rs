@@ -5,8 +5,8 @@
 use std::process::ExitCode;
 
 use super::{Cli, Output, ago, open};
-use crate::Error;
 use crate::foreign::{self, CollectionScore, Declared, Kind, Metric, Scope, SourceView};
+use crate::{Error, Library};
 
 /// The arguments of `carrel source`: one of its subcommands.
 #[derive(clap::Args)]
@@ -117,71 +117,12 @@ fn parse_scope(s: &str) -> Result<Scope, String> {
 /// Runs the `carrel source` subcommand `args` names.
 pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     let mut library = open(cli)?;
+    let library = &mut library;
     match &args.command {
-        Command::Add(a) => {
-            let at = match (&a.chroma, &a.pgvector) {
-                (Some(url), _) => Kind::Chroma {
-                    url: url.clone(),
-                    tenant: a.tenant.clone(),
-                    database: a.database.clone(),
-                    collection: a.collection.clone().unwrap_or_default(),
-                },
-                (None, Some(url)) => Kind::Pgvector {
-                    url: url.clone(),
-                    table: a.table.clone().unwrap_or_default(),
-                    vector_column: a.vector_column.clone().unwrap_or_default(),
-                },
-                (None, None) => unreachable!("clap requires --chroma or --pgvector"),
-            };
-            let declared = Declared {
-                metric: a.metric,
-                dimensions: a.dimensions,
-                text_key: a.text_key.clone(),
-                scope: a.scope.clone(),
-                limit: a.limit,
-                embedder: a.embedder.clone(),
-            };
-            let failure = library.declare_foreign_source(&a.name, at, declared)?;
-            println!("saved source {}", a.name);
-            if let Some(reason) = failure {
-                println!("  its schema could not be read: {reason}");
-            }
-            print_status(&library.foreign_source_view(&a.name)?);
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Test { name } => match library.test_foreign_source(name)? {
-            Ok(()) => {
-                println!("{name}: the server answers and holds the collection");
-                Ok(ExitCode::SUCCESS)
-            }
-            Err(reason) => {
-                println!("{name}: {reason}");
-                Ok(ExitCode::FAILURE)
-            }
-        },
-        Command::Discover { name } => {
-            let found = library.discover_foreign_source(name)?;
-            println!(
-                "{name}: metric {}, {} dimensions, keys {} ({} points read)",
-                found.metric_label(),
-                found
-                    .dimensions
-                    .map_or("no vectors yet".into(), |d| d.to_string()),
-                found.keys.join(", "),
-                found.points
-            );
-            print_status(&library.foreign_source_view(name)?);
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Adopt { name } => {
-            if !library.adopt_foreign_source(name)? {
-                println!("{name}: nothing read to adopt; `carrel source discover {name}` reads it");
-                return Ok(ExitCode::FAILURE);
-            }
-            println!("{name}: adopted what discovery read");
-            print_status(&library.foreign_source_view(name)?);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Add(a) => add(library, a),
+        Command::Test { name } => test(library, name),
+        Command::Discover { name } => discover(library, name),
+        Command::Adopt { name } => adopt(library, name),
         Command::Acknowledge { name, by } => {
             let ack = library.acknowledge_foreign_source(name, by)?;
             println!("{} accepted: {}", ack.by, ack.sentence);
@@ -197,26 +138,114 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             println!("{name}: disabled");
             Ok(ExitCode::SUCCESS)
         }
-        Command::List { output } => {
-            let views = library.foreign_source_views()?;
-            if output.json(&views) {
-                return Ok(ExitCode::SUCCESS);
-            }
-            if views.is_empty() {
-                println!(
-                    "no foreign sources; `carrel source add NAME --chroma URL --collection C` (or `--pgvector URL --table T --vector-column V`) declares one"
-                );
-            } else {
-                views.iter().for_each(print_status);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::List { output } => list(library, *output),
         Command::Rm { name } => {
             library.remove_foreign_source(name)?;
             println!("forgot source {name} (its collection is untouched)");
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `carrel source add`: declares the source, and reads its schema when the
+/// server answers.
+fn add(library: &mut Library, a: &AddArgs) -> Result<ExitCode, Error> {
+    let failure = library.declare_foreign_source(&a.name, a.kind(), a.declared())?;
+    println!("saved source {}", a.name);
+    if let Some(reason) = failure {
+        println!("  its schema could not be read: {reason}");
+    }
+    print_status(&library.foreign_source_view(&a.name)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+impl AddArgs {
+    /// Where the collection is: Chroma's or PostgreSQL's.
+    fn kind(&self) -> Kind {
+        match (&self.chroma, &self.pgvector) {
+            (Some(url), _) => Kind::Chroma {
+                url: url.clone(),
+                tenant: self.tenant.clone(),
+                database: self.database.clone(),
+                collection: self.collection.clone().unwrap_or_default(),
+            },
+            (None, Some(url)) => Kind::Pgvector {
+                url: url.clone(),
+                table: self.table.clone().unwrap_or_default(),
+                vector_column: self.vector_column.clone().unwrap_or_default(),
+            },
+            (None, None) => unreachable!("clap requires --chroma or --pgvector"),
+        }
+    }
+
+    /// What the user says of the collection, to be checked against it.
+    fn declared(&self) -> Declared {
+        Declared {
+            metric: self.metric,
+            dimensions: self.dimensions,
+            text_key: self.text_key.clone(),
+            scope: self.scope.clone(),
+            limit: self.limit,
+            embedder: self.embedder.clone(),
+        }
+    }
+}
+
+/// `carrel source test`: exits 1 with the reason when it does not answer.
+fn test(library: &mut Library, name: &str) -> Result<ExitCode, Error> {
+    match library.test_foreign_source(name)? {
+        Ok(()) => {
+            println!("{name}: the server answers and holds the collection");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(reason) => {
+            println!("{name}: {reason}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `carrel source discover`: what the collection really is.
+fn discover(library: &mut Library, name: &str) -> Result<ExitCode, Error> {
+    let found = library.discover_foreign_source(name)?;
+    println!(
+        "{name}: metric {}, {} dimensions, keys {} ({} points read)",
+        found.metric_label(),
+        found
+            .dimensions
+            .map_or("no vectors yet".into(), |d| d.to_string()),
+        found.keys.join(", "),
+        found.points
+    );
+    print_status(&library.foreign_source_view(name)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `carrel source adopt`: exits 1 when nothing was read to adopt.
+fn adopt(library: &mut Library, name: &str) -> Result<ExitCode, Error> {
+    if !library.adopt_foreign_source(name)? {
+        println!("{name}: nothing read to adopt; `carrel source discover {name}` reads it");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("{name}: adopted what discovery read");
+    print_status(&library.foreign_source_view(name)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `carrel source list`.
+fn list(library: &mut Library, output: Output) -> Result<ExitCode, Error> {
+    let views = library.foreign_source_views()?;
+    if output.json(&views) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if views.is_empty() {
+        println!(
+            "no foreign sources; `carrel source add NAME --chroma URL --collection C` (or `--pgvector URL --table T --vector-column V`) declares one"
+        );
+    } else {
+        views.iter().for_each(print_status);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A source as `carrel source list` prints it: its status and where to
