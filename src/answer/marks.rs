@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 
-use super::{Passage, cite};
+use super::*;
 
 /// Share of a written sentence's content-word pairs (each content word
 /// with the next, function words and numbers-only tokens left out, as
@@ -112,6 +112,118 @@ pub fn share_pct<T: Eq + std::hash::Hash>(mine: &HashSet<T>, there: &HashSet<T>)
 pub fn pair_overlap_pct(statement: &str, passage: &str) -> Option<u32> {
     let words = content_sequence(statement);
     (!words.is_empty()).then(|| share_pct(&grams(&words, 2), &grams(&content_sequence(passage), 2)))
+}
+
+/// A written statement with the mark its attribution gives it (before its
+/// passage's place in its library is checked).
+pub(super) fn statement(d: &Draft, attribution: marks::Attribution) -> Statement {
+    use marks::Attribution as A;
+    Statement {
+        text: d.text.clone(),
+        citations: attribution.cited().into_iter().collect(),
+        check: match attribution {
+            A::Verbatim { .. } => Check::Verified,
+            A::Supported { pct, .. } => Check::Supported { overlap_pct: pct },
+            A::NotFound { best } => Check::Unsupported {
+                overlap_pct: best.map_or(0, |(_, pct)| pct),
+            },
+            A::NoClaim => Check::NoClaim,
+        },
+        hint: d.hint.clone(),
+    }
+}
+
+/// Whether a passage still belongs to the document it names, asked of the
+/// library that holds it: its own store here, or its hub for a library on
+/// another machine.
+pub trait Holder {
+    fn holds(&self, p: &Passage) -> Result<bool>;
+}
+
+impl Holder for Store {
+    fn holds(&self, p: &Passage) -> Result<bool> {
+        let owner = self.document_content(p.doc)?;
+        Ok(owner.is_some() && self.chunk_content(p.chunk)? == owner)
+    }
+}
+
+/// The libraries an answer read, by name, for [`check`]: each passage is
+/// checked in the library it names.
+pub struct Holders<'a>(pub Vec<(Option<Kb>, &'a dyn Holder)>);
+
+impl<'a> Holders<'a> {
+    /// One library: every passage is checked in it.
+    pub fn one(store: &'a Store) -> Holders<'a> {
+        Holders(vec![(None, store)])
+    }
+
+    fn of(&self, p: &Passage) -> Option<&'a dyn Holder> {
+        match self.0.as_slice() {
+            [(_, only)] => Some(*only),
+            many => many
+                .iter()
+                .find(|(kb, _)| kb.is_some() && *kb == p.kb)
+                .map(|(_, h)| *h),
+        }
+    }
+}
+
+/// Marks every statement. Quotes (`quotes`) keep the passage they were
+/// taken from and must occur in it; a written statement is cited by
+/// [`marks::attribute`]. Every cited passage must have been provided and
+/// must still belong to the document it names.
+pub fn check(
+    holders: &Holders,
+    drafts: Vec<Draft>,
+    context: &[Passage],
+    quotes: bool,
+) -> Result<Vec<Statement>> {
+    let mut out = Vec::new();
+    for d in drafts {
+        let mut s = if quotes {
+            Statement {
+                text: d.text.clone(),
+                citations: d.citations.clone(),
+                check: Check::Verified,
+                hint: Vec::new(),
+            }
+        } else {
+            statement(&d, marks::attribute(&d.text, context))
+        };
+        let mut problems = Vec::new();
+        for &n in &s.citations {
+            let Some(p) = context.iter().find(|p| p.n == n) else {
+                problems.push(format!(
+                    "[{n}] is not one of the {} passages provided",
+                    context.len()
+                ));
+                continue;
+            };
+            let Some(holder) = holders.of(p) else {
+                problems.push(format!(
+                    "[{n}] names a library this answer did not read ({})",
+                    p.kb.as_ref().map_or("none", |k| k.as_str())
+                ));
+                continue;
+            };
+            if !holder.holds(p)? {
+                problems.push(format!(
+                    "[{n}] names \"{}\" (doc {}), but its passage is not in that document",
+                    p.title, p.doc
+                ));
+            }
+            if quotes && !cite::occurs(&s.text, &p.text) {
+                problems.push(format!("the quoted text does not occur in passage [{n}]"));
+            }
+        }
+        if quotes && s.citations.is_empty() {
+            s.check = Check::Uncited;
+        } else if !problems.is_empty() {
+            s.check = Check::Invalid { problems };
+        }
+        out.push(s);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
