@@ -66,17 +66,6 @@ pub fn prepare(
     let question = mention::strip(message);
     let search = follow_up::search_text(&question, earlier);
     let mut notes: Vec<String> = earlier.map(follow_up::note).into_iter().collect();
-    let mut route = Vec::new();
-    let mut per_library: Vec<Vec<Passage>> = Vec::new();
-    let mut reasons: Vec<(Kb, String)> = Vec::new();
-    let mut failure = None;
-    let asked: Vec<usize> = if mentions.is_empty() {
-        (0..libs.len()).collect()
-    } else {
-        (0..libs.len())
-            .filter(|i| mentions.iter().any(|(at, _)| at == i))
-            .collect()
-    };
     if mentions.is_empty() && question.is_empty() {
         return Ok(Prepared {
             question,
@@ -84,90 +73,41 @@ pub fn prepare(
             context: Vec::new(),
             notes,
             no_context: Some("the message has no question and mentions no document".into()),
-            route,
+            route: Vec::new(),
             foreign: Vec::new(),
             quote: None,
             earlier: None,
         });
     }
-    // Each library asked gets an equal share of the budget, those on other
-    // machines included (they are asked only when no document is mentioned).
-    let foreign_asked = if mentions.is_empty() {
-        foreign.len()
+    // The libraries a mention names, or all of them; each library asked
+    // gets an equal share of the budget, those on other machines included
+    // (they are asked only when no document is mentioned).
+    let asked: Vec<usize> = (0..libs.len())
+        .filter(|i| mentions.is_empty() || mentions.iter().any(|(at, _)| at == i))
+        .collect();
+    let foreign = if mentions.is_empty() {
+        foreign
     } else {
-        0
+        Vec::new()
     };
-    let share = budget / (asked.len() + foreign_asked).max(1);
+    let share = budget / (asked.len() + foreign.len()).max(1);
+    let mut gathered = Gathered::default();
     for &i in &asked {
-        let started = std::time::Instant::now();
-        let id = &ids[i];
         let mine: Vec<&Mentioned> = mentions
             .iter()
             .filter(|(at, _)| *at == i)
             .map(|(_, m)| m)
             .collect();
-        let got = library_context(
-            &mut *libs[i],
-            &search,
-            &mine,
-            budget / mentions.len().max(1),
-            share,
-            &mut notes,
-        );
-        let ms = crate::lanes::merge::route_ms(started);
-        let state = match got {
-            Ok((mut context, why_none)) => {
-                for p in &mut context {
-                    p.kb = Some(id.kb.clone());
-                    p.owner = id.owner.clone();
-                }
-                if let Some(why) = why_none {
-                    reasons.push((id.kb.clone(), why));
-                }
-                per_library.push(context);
-                RouteState::Answered
-            }
-            Err(e) => {
-                let reason = e.to_string();
-                failure.get_or_insert(e);
-                RouteState::Failed { reason }
-            }
-        };
-        route.push(RouteStep {
-            kb: Some(id.kb.clone()),
-            owner: id.owner.clone(),
-            state,
-            ms,
-        });
+        let shares = (budget / mentions.len().max(1), share);
+        gathered.ask(&mut *libs[i], &ids[i], &search, &mine, shares, &mut notes);
     }
-    let mut holders = Vec::new();
-    for f in foreign.into_iter().filter(|_| mentions.is_empty()) {
-        let state = match f.passages {
-            Ok(mut passages) => {
-                let mut used = 0;
-                passages.retain(|p| {
-                    used += p.text.chars().count();
-                    used <= share
-                });
-                if passages.is_empty() {
-                    reasons.push((
-                        f.kb.clone(),
-                        "its hub found nothing that passed a floor".into(),
-                    ));
-                }
-                per_library.push(passages);
-                RouteState::Answered
-            }
-            Err(reason) => RouteState::Unavailable { reason },
-        };
-        route.push(RouteStep {
-            kb: Some(f.kb.clone()),
-            owner: f.owner,
-            state,
-            ms: f.ms,
-        });
-        holders.push((f.kb, f.holder));
-    }
+    let holders = gathered.take_hubs(foreign, share);
+    let Gathered {
+        per_library,
+        route,
+        reasons,
+        failure,
+    } = gathered;
     if per_library.is_empty()
         && let Some(e) = failure
     {
@@ -184,14 +124,7 @@ pub fn prepare(
     for (i, p) in context.iter_mut().enumerate() {
         p.n = i + 1;
     }
-    let no_context = context.is_empty().then(|| match reasons.as_slice() {
-        [(_, only)] => only.clone(),
-        many => many
-            .iter()
-            .map(|(kb, why)| format!("`{kb}`: {why}"))
-            .collect::<Vec<_>>()
-            .join("; "),
-    });
+    let no_context = context.is_empty().then(|| why_none(&reasons));
     Ok(Prepared {
         question,
         mentions: mentions.into_iter().map(|(_, m)| m).collect(),
@@ -203,6 +136,105 @@ pub fn prepare(
         quote,
         earlier: earlier.cloned(),
     })
+}
+
+/// What the libraries asked gave, each in its turn.
+#[derive(Default)]
+struct Gathered {
+    per_library: Vec<Vec<Passage>>,
+    route: Vec<RouteStep>,
+    /// Why a library that answered gave no passage.
+    reasons: Vec<(Kb, String)>,
+    /// The first failure, the question's error when no library answered.
+    failure: Option<Error>,
+}
+
+impl Gathered {
+    /// Asks one library here for its passages (`shares`: each mentioned
+    /// document's, and this library's), and records its route.
+    fn ask(
+        &mut self,
+        lib: &mut dyn Corpus,
+        id: &Identity,
+        search: &str,
+        mine: &[&Mentioned],
+        shares: (usize, usize),
+        notes: &mut Vec<String>,
+    ) {
+        let started = std::time::Instant::now();
+        let got = library_context(lib, search, mine, shares.0, shares.1, notes);
+        let ms = crate::lanes::merge::route_ms(started);
+        let state = match got {
+            Ok((mut context, why_none)) => {
+                for p in &mut context {
+                    p.kb = Some(id.kb.clone());
+                    p.owner = id.owner.clone();
+                }
+                if let Some(why) = why_none {
+                    self.reasons.push((id.kb.clone(), why));
+                }
+                self.per_library.push(context);
+                RouteState::Answered
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                self.failure.get_or_insert(e);
+                RouteState::Failed { reason }
+            }
+        };
+        self.route.push(RouteStep {
+            kb: Some(id.kb.clone()),
+            owner: id.owner.clone(),
+            state,
+            ms,
+        });
+    }
+
+    /// Takes what the libraries on other machines returned, each cut to
+    /// `share`; returns what checks their passages.
+    fn take_hubs(&mut self, foreign: Vec<Foreign>, share: usize) -> Vec<(Kb, Box<dyn Holder>)> {
+        let mut holders = Vec::new();
+        for f in foreign {
+            let state = match f.passages {
+                Ok(mut passages) => {
+                    let mut used = 0;
+                    passages.retain(|p| {
+                        used += p.text.chars().count();
+                        used <= share
+                    });
+                    if passages.is_empty() {
+                        self.reasons.push((
+                            f.kb.clone(),
+                            "its hub found nothing that passed a floor".into(),
+                        ));
+                    }
+                    self.per_library.push(passages);
+                    RouteState::Answered
+                }
+                Err(reason) => RouteState::Unavailable { reason },
+            };
+            self.route.push(RouteStep {
+                kb: Some(f.kb.clone()),
+                owner: f.owner,
+                state,
+                ms: f.ms,
+            });
+            holders.push((f.kb, f.holder));
+        }
+        holders
+    }
+}
+
+/// Why there is no context: the one library's reason, or each library's.
+fn why_none(reasons: &[(Kb, String)]) -> String {
+    match reasons {
+        [(_, only)] => only.clone(),
+        many => many
+            .iter()
+            .map(|(kb, why)| format!("`{kb}`: {why}"))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 /// A quoted line against every library here: found wherever it occurs,
@@ -319,77 +351,92 @@ pub(super) fn mentioned(
     let docs: Vec<Vec<DocumentRow>> = libs.iter().map(|l| l.list()).collect::<Result<_>>()?;
     let mut mentions: Vec<(usize, Mentioned)> = Vec::new();
     for m in parsed {
-        let within: Vec<usize> = (0..libs.len())
-            .filter(|&i| m.kb.as_deref().is_none_or(|kb| ids[i].kb.as_str() == kb))
-            .collect();
-        if within.is_empty() {
-            let known: Vec<String> = ids.iter().map(|i| format!("`{}`", i.kb)).collect();
-            return Err(match m.kb {
-                Some(kb) => Error::UnknownKb {
-                    kb,
-                    known: known.join(", "),
-                },
-                // Only libraries on other machines were asked: their
-                // documents cannot be mentioned from here.
-                None => Error::MentionNowhere { token: m.token },
-            });
-        }
-        let resolutions: Vec<(usize, Resolution)> = within
+        let (i, found) = resolve_one(m, ids, &docs)?;
+        if !mentions
             .iter()
-            .map(|&i| (i, mention::resolve(&m.key, &docs[i])))
-            .collect();
-        let found: Vec<(usize, i64, String)> = resolutions
-            .iter()
-            .filter_map(|(i, r)| match r {
-                Resolution::Resolved { doc, title } => Some((*i, *doc, title.clone())),
-                _ => None,
-            })
-            .collect();
-        match found.as_slice() {
-            [(i, doc, title)] => {
-                if !mentions.iter().any(|(at, x)| at == i && x.doc == *doc) {
-                    mentions.push((
-                        *i,
-                        Mentioned {
-                            token: m.token,
-                            doc: *doc,
-                            title: title.clone(),
-                            kb: Some(ids[*i].kb.clone()),
-                        },
-                    ));
-                }
-            }
-            [] => {
-                // The most useful refusal: a choice within one library, else
-                // the closest names.
-                let (_, resolution) = resolutions
-                    .iter()
-                    .find(|(_, r)| matches!(r, Resolution::Ambiguous { .. }))
-                    .or_else(|| {
-                        resolutions.iter().find(|(_, r)| {
-                            matches!(r, Resolution::Unknown { did_you_mean } if !did_you_mean.is_empty())
-                        })
-                    })
-                    .unwrap_or(&resolutions[0]);
-                return Err(MentionError {
-                    token: m.token,
-                    resolution: resolution.clone(),
-                }
-                .into());
-            }
-            many => {
-                let kbs: Vec<String> = many
-                    .iter()
-                    .map(|(i, _, _)| format!("{}{}/{}", mention::PREFIX, ids[*i].kb, m.key))
-                    .collect();
-                return Err(Error::MentionInSeveralLibraries {
-                    token: m.token,
-                    choices: kbs.join(" or "),
-                });
-            }
+            .any(|(at, x)| *at == i && x.doc == found.doc)
+        {
+            mentions.push((i, found));
         }
     }
     Ok(mentions)
+}
+
+/// The one document a mention names, in the library (its index) that holds
+/// it; an error that says why when it names none, or one in several
+/// libraries.
+fn resolve_one(
+    m: Mention,
+    ids: &[Identity],
+    docs: &[Vec<DocumentRow>],
+) -> Result<(usize, Mentioned)> {
+    let within: Vec<usize> = (0..ids.len())
+        .filter(|&i| m.kb.as_deref().is_none_or(|kb| ids[i].kb.as_str() == kb))
+        .collect();
+    if within.is_empty() {
+        let known: Vec<String> = ids.iter().map(|i| format!("`{}`", i.kb)).collect();
+        return Err(match m.kb {
+            Some(kb) => Error::UnknownKb {
+                kb,
+                known: known.join(", "),
+            },
+            // Only libraries on other machines were asked: their
+            // documents cannot be mentioned from here.
+            None => Error::MentionNowhere { token: m.token },
+        });
+    }
+    let resolutions: Vec<(usize, Resolution)> = within
+        .iter()
+        .map(|&i| (i, mention::resolve(&m.key, &docs[i])))
+        .collect();
+    let found: Vec<(usize, i64, String)> = resolutions
+        .iter()
+        .filter_map(|(i, r)| match r {
+            Resolution::Resolved { doc, title } => Some((*i, *doc, title.clone())),
+            _ => None,
+        })
+        .collect();
+    match found.as_slice() {
+        [(i, doc, title)] => Ok((
+            *i,
+            Mentioned {
+                token: m.token,
+                doc: *doc,
+                title: title.clone(),
+                kb: Some(ids[*i].kb.clone()),
+            },
+        )),
+        [] => Err(MentionError {
+            token: m.token,
+            resolution: most_useful(&resolutions).clone(),
+        }
+        .into()),
+        many => {
+            let kbs: Vec<String> = many
+                .iter()
+                .map(|(i, _, _)| format!("{}{}/{}", mention::PREFIX, ids[*i].kb, m.key))
+                .collect();
+            Err(Error::MentionInSeveralLibraries {
+                token: m.token,
+                choices: kbs.join(" or "),
+            })
+        }
+    }
+}
+
+/// The most useful refusal of a mention no library resolved: a choice
+/// within one library, else the closest names, else the first library's.
+fn most_useful(resolutions: &[(usize, Resolution)]) -> &Resolution {
+    let (_, resolution) = resolutions
+        .iter()
+        .find(|(_, r)| matches!(r, Resolution::Ambiguous { .. }))
+        .or_else(|| {
+            resolutions.iter().find(|(_, r)| {
+                matches!(r, Resolution::Unknown { did_you_mean } if !did_you_mean.is_empty())
+            })
+        })
+        .unwrap_or(&resolutions[0]);
+    resolution
 }
 
 /// The context from the mentioned documents, each with an equal share of the

@@ -81,6 +81,42 @@ pub fn ask<'r>(
         .iter()
         .map(|s| skip_reason(s, cross_encoder).map(|reason| SourceOutcome::Skipped { reason }))
         .collect();
+    let read = ask_open(sources, &mut outcomes, vector, budget);
+    let mut hits = Vec::new();
+    match score_points(query, &read, reranker) {
+        Ok((logits, model)) => {
+            let mut logits = logits.into_iter();
+            for a in read {
+                let source = a.source;
+                outcomes[source] = Some(admit(&sources[source], a, &mut logits, &model, &mut hits));
+            }
+        }
+        Err(reason) => {
+            tracing::warn!(%reason, "foreign sources answered, but nothing could be ranked");
+            for a in read {
+                outcomes[a.source] = Some(SourceOutcome::Unavailable {
+                    reason: reason.clone(),
+                });
+            }
+        }
+    }
+    hits.sort_by(|a, b| b.rerank.get().total_cmp(&a.rerank.get()));
+    Elsewhere {
+        hits,
+        sources: reports(sources, outcomes),
+        floor: (!sources.is_empty()).then(|| PASSAGE_FLOOR.value()),
+        ms: started.elapsed().as_secs_f64() * 1000.0,
+    }
+}
+
+/// Asks, side by side, every source no gate skipped (`outcomes` none);
+/// one that fails is `unavailable` with why.
+fn ask_open(
+    sources: &[Source],
+    outcomes: &mut [Option<SourceOutcome>],
+    vector: &[f32],
+    budget: Duration,
+) -> Vec<Asked> {
     let asked: Vec<(usize, Result<Asked, String>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = sources
             .iter()
@@ -108,88 +144,89 @@ pub fn ask<'r>(
             }
         }
     }
-    let mut hits = Vec::new();
+    read
+}
+
+/// The cross-encoder's logit for every point read, in order, and its id;
+/// nothing is loaded when no source read a point.
+fn score_points<'r>(
+    query: &str,
+    read: &[Asked],
+    reranker: impl FnOnce() -> Result<&'r mut dyn Reranker, String>,
+) -> Result<(Vec<f32>, String), String> {
     let texts: Vec<&str> = read
         .iter()
         .flat_map(|a| a.points.iter().map(|(_, t, _)| t.as_str()))
         .collect();
-    // No point to score: nothing loaded, and no source read anything.
-    let scored = if texts.is_empty() {
-        Ok((Vec::new(), String::new()))
-    } else {
-        reranker().and_then(|r| {
-            let id = r.model_id().to_string();
-            r.rerank(query, &texts)
-                .map(|s| (s, id))
-                .map_err(|e| format!("the cross-encoder failed: {e}"))
+    if texts.is_empty() {
+        return Ok((Vec::new(), String::new()));
+    }
+    let r = reranker()?;
+    let id = r.model_id().to_string();
+    r.rerank(query, &texts)
+        .map(|s| (s, id))
+        .map_err(|e| format!("the cross-encoder failed: {e}"))
+}
+
+/// Admits a source's points whose logit passes [`PASSAGE_FLOOR`] into
+/// `hits`, taking their logits from `logits` in order; returns how the
+/// source was read.
+fn admit(
+    source: &Source,
+    asked: Asked,
+    logits: &mut impl Iterator<Item = f32>,
+    model: &str,
+    hits: &mut Vec<ElsewhereHit>,
+) -> SourceOutcome {
+    let direction = source.at.direction(source.declared.metric);
+    let within_limit = asked.points.len() as u32;
+    let mut admitted = 0;
+    for (point, text, own) in asked.points {
+        let logit = RerankLogit::new(logits.next().unwrap_or(f32::NAN));
+        if !PASSAGE_FLOOR.admits(logit) {
+            continue;
+        }
+        admitted += 1;
+        hits.push(ElsewhereHit {
+            source: source.name.clone(),
+            scope: source.declared.scope.clone(),
+            point,
+            text,
+            own_score: own,
+            metric: source.declared.metric,
+            direction,
+            rerank: logit,
+            scorer: ScorerId {
+                kind: ScorerKind::CrossEncoder,
+                model: model.to_string(),
+            },
+        });
+    }
+    SourceOutcome::Read {
+        returned: asked.returned,
+        within_limit,
+        admitted,
+        ms: asked.ms,
+    }
+}
+
+/// Each source with what became of it, in the order declared.
+fn reports(sources: &[Source], outcomes: Vec<Option<SourceOutcome>>) -> Vec<SourceReport> {
+    sources
+        .iter()
+        .zip(outcomes)
+        .map(|(s, o)| {
+            let outcome = o.unwrap_or(SourceOutcome::Unavailable {
+                reason: "not asked".into(),
+            });
+            SourceReport {
+                source: s.name.clone(),
+                scope: s.declared.scope.clone(),
+                status: outcome.describe(),
+                outcome,
+            }
         })
-    };
-    match scored {
-        Ok((logits, model)) => {
-            let mut logits = logits.into_iter();
-            for a in read {
-                let source = &sources[a.source];
-                let direction = source.at.direction(source.declared.metric);
-                let within_limit = a.points.len() as u32;
-                let mut admitted = 0;
-                for (point, text, own) in a.points {
-                    let logit = RerankLogit::new(logits.next().unwrap_or(f32::NAN));
-                    if PASSAGE_FLOOR.admits(logit) {
-                        admitted += 1;
-                        hits.push(ElsewhereHit {
-                            source: source.name.clone(),
-                            scope: source.declared.scope.clone(),
-                            point,
-                            text,
-                            own_score: own,
-                            metric: source.declared.metric,
-                            direction,
-                            rerank: logit,
-                            scorer: ScorerId {
-                                kind: ScorerKind::CrossEncoder,
-                                model: model.clone(),
-                            },
-                        });
-                    }
-                }
-                outcomes[a.source] = Some(SourceOutcome::Read {
-                    returned: a.returned,
-                    within_limit,
-                    admitted,
-                    ms: a.ms,
-                });
-            }
-        }
-        Err(reason) => {
-            tracing::warn!(%reason, "foreign sources answered, but nothing could be ranked");
-            for a in read {
-                outcomes[a.source] = Some(SourceOutcome::Unavailable {
-                    reason: reason.clone(),
-                });
-            }
-        }
-    }
-    hits.sort_by(|a, b| b.rerank.get().total_cmp(&a.rerank.get()));
-    Elsewhere {
-        hits,
-        sources: sources
-            .iter()
-            .zip(outcomes)
-            .map(|(s, o)| {
-                let outcome = o.unwrap_or(SourceOutcome::Unavailable {
-                    reason: "not asked".into(),
-                });
-                SourceReport {
-                    source: s.name.clone(),
-                    scope: s.declared.scope.clone(),
-                    status: outcome.describe(),
-                    outcome,
-                }
-            })
-            .collect(),
-        floor: (!sources.is_empty()).then(|| PASSAGE_FLOOR.value()),
-        ms: started.elapsed().as_secs_f64() * 1000.0,
-    }
+        .collect()
 }
 
 /// Asks one source within `budget`; keeps the points within its limit that
