@@ -204,16 +204,7 @@ fn sync_folder(
         failed: unlisted,
     } = folder_files(w)?;
     report.skipped = skipped;
-    let unlisted_error = unlisted.first().map(|f| {
-        let more = match unlisted.len() - 1 {
-            0 => String::new(),
-            n => format!(" (and {n} more)"),
-        };
-        format!(
-            "{}{more}; nothing is removed until every subfolder can be listed",
-            f.reason
-        )
-    });
+    let unlisted_error = unlisted_error(&unlisted);
     let sources: Vec<Source> = files.iter().cloned().map(Source::File).collect();
     let add = lib.add_for_watch(w, &sources, unlisted, progress)?;
     report.added = add.added;
@@ -227,16 +218,62 @@ fn sync_folder(
         return Ok(());
     }
 
-    let present: HashSet<String> = files.iter().map(|p| p.display().to_string()).collect();
+    let fresh = fresh_by_content(lib, w, &owned)?;
+    let gone = vanished(owned, &files, report);
+    let removable = follow_renames(lib, gone, fresh, report)?;
+    // The folder is looked at again: a drive unmounted during the scan
+    // makes every file answer "not found".
+    let owned_now = lib.store().documents_of_watch(w.id)?.len();
+    report.error = unlisted_error.or_else(|| untrusted_root(folder, owned_now));
+    if report.error.is_some() {
+        return Ok(());
+    }
+    for id in removable {
+        lib.remove(id)?;
+        report.removed += 1;
+    }
+    Ok(())
+}
+
+/// Why nothing may be removed when some subfolders could not be listed.
+fn unlisted_error(unlisted: &[Failure]) -> Option<String> {
+    let f = unlisted.first()?;
+    let more = match unlisted.len() - 1 {
+        0 => String::new(),
+        n => format!(" (and {n} more)"),
+    };
+    Some(format!(
+        "{}{more}; nothing is removed until every subfolder can be listed",
+        f.reason
+    ))
+}
+
+/// The rows this sync created (a new row is its watch's), by content:
+/// where a vanished file's content went.
+fn fresh_by_content(
+    lib: &Library,
+    w: &Watch,
+    owned: &[(i64, String, Option<i64>)],
+) -> Result<HashMap<i64, Vec<i64>>> {
     let owned_before: HashSet<i64> = owned.iter().map(|(id, _, _)| *id).collect();
-    // Rows this sync created (a new row is its watch's), by content: where a
-    // vanished file's content went.
     let mut fresh: HashMap<i64, Vec<i64>> = HashMap::new();
     for (id, _, content) in lib.store().documents_of_watch(w.id)? {
         if let (false, Some(c)) = (owned_before.contains(&id), content) {
             fresh.entry(c).or_default().push(id);
         }
     }
+    Ok(fresh)
+}
+
+/// The watch's documents whose file is gone (id and content). A file that
+/// is there but no longer taken keeps its document; one that cannot be
+/// checked is a failure, and its document is kept.
+fn vanished(
+    owned: Vec<(i64, String, Option<i64>)>,
+    files: &[std::path::PathBuf],
+    report: &mut SyncReport,
+) -> Vec<(i64, Option<i64>)> {
+    let present: HashSet<String> = files.iter().map(|p| p.display().to_string()).collect();
     let mut gone = Vec::new();
     for (id, source, content) in owned {
         if present.contains(&source) {
@@ -253,7 +290,18 @@ fn sync_folder(
             }),
         }
     }
-    // A rename keeps the document whatever else went wrong: nothing is lost.
+    gone
+}
+
+/// Moves each vanished document whose content came back under a new name
+/// onto its new row (a rename keeps the document whatever else went wrong:
+/// nothing is lost); returns the rest, to be removed.
+fn follow_renames(
+    lib: &mut Library,
+    gone: Vec<(i64, Option<i64>)>,
+    mut fresh: HashMap<i64, Vec<i64>>,
+    report: &mut SyncReport,
+) -> Result<Vec<i64>> {
     let mut removable = Vec::new();
     for (id, content) in gone {
         match content.and_then(|c| fresh.get_mut(&c).and_then(|v| v.pop())) {
@@ -265,18 +313,7 @@ fn sync_folder(
             None => removable.push(id),
         }
     }
-    // The folder is looked at again: a drive unmounted during the scan
-    // makes every file answer "not found".
-    let owned_now = lib.store().documents_of_watch(w.id)?.len();
-    report.error = unlisted_error.or_else(|| untrusted_root(folder, owned_now));
-    if report.error.is_some() {
-        return Ok(());
-    }
-    for id in removable {
-        lib.remove(id)?;
-        report.removed += 1;
-    }
-    Ok(())
+    Ok(removable)
 }
 
 /// What adding a watch did: the watch, whether it is new (false: one on

@@ -601,65 +601,85 @@ impl Pipeline<'_> {
                 });
             }
             Prepared::Indexed(meta, Body::Known { hash, chunks }) => {
-                let content_id = self.store.content_by_hash(&hash)?.ok_or_else(|| {
-                    crate::Error::Corrupt(format!("content {hash} vanished mid-batch"))
-                })?;
-                let (id, unchanged) = self.write(
-                    &meta,
-                    DocumentState::Indexed { content_id },
-                    None,
-                    &[],
-                    None,
-                )?;
-                if unchanged {
-                    report.unchanged += 1;
-                } else {
-                    report.added += 1;
-                    report.documents.push(AddedDocument {
-                        id,
-                        title: meta.title,
-                        chunks,
-                        warnings: Vec::new(),
-                    });
-                }
+                self.settle_known(meta, &hash, chunks, report)?;
             }
             Prepared::Indexed(meta, Body::New(content)) => {
-                let cancel = &self.cancel;
-                let mut vectors = match next.ticket {
-                    Some(t) => match t.wait_unless(&|| cancel.is_cancelled()) {
-                        Some(v) => v?,
-                        None => return Ok(false),
-                    },
-                    None => Vec::new(),
-                };
-                let n = content.chunks.len();
-                let card_vec = (vectors.len() == n + 1).then(|| vectors.pop()).flatten();
-                let (id, unchanged) = self.write(
-                    &meta,
-                    DocumentState::Indexed { content_id: 0 },
-                    Some(&content),
-                    &vectors,
-                    card_vec.as_deref(),
-                )?;
-                pending.remove(&content.hash);
-                if unchanged {
-                    // Another writer (the watcher, a second `carrel add`)
-                    // stored this very file since it was read.
-                    report.unchanged += 1;
-                } else {
-                    chunks_written = n;
-                    report.added += 1;
-                    report.documents.push(AddedDocument {
-                        id,
-                        title: meta.title,
-                        chunks: n,
-                        warnings: content.extracted.warnings.clone(),
-                    });
+                match self.settle_new(meta, &content, next.ticket, report)? {
+                    Some(written) => chunks_written = written,
+                    None => return Ok(false),
                 }
+                pending.remove(&content.hash);
             }
         }
         meter.settled(chunks_written, report.failed.len());
         Ok(true)
+    }
+
+    /// A source whose content is stored already: its row points at it.
+    fn settle_known(
+        &mut self,
+        meta: Meta,
+        hash: &str,
+        chunks: usize,
+        report: &mut AddReport,
+    ) -> Result<()> {
+        let content_id = self
+            .store
+            .content_by_hash(hash)?
+            .ok_or_else(|| crate::Error::Corrupt(format!("content {hash} vanished mid-batch")))?;
+        let state = DocumentState::Indexed { content_id };
+        let (id, unchanged) = self.write(&meta, state, None, &[], None)?;
+        if unchanged {
+            report.unchanged += 1;
+        } else {
+            report.added += 1;
+            report.documents.push(AddedDocument {
+                id,
+                title: meta.title,
+                chunks,
+                warnings: Vec::new(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A source with new content, written once its vectors come: the
+    /// chunks written, or none when a cancel came while it waited (nothing
+    /// of it is written).
+    fn settle_new(
+        &mut self,
+        meta: Meta,
+        content: &NewContent,
+        ticket: Option<Ticket>,
+        report: &mut AddReport,
+    ) -> Result<Option<usize>> {
+        let cancel = &self.cancel;
+        let mut vectors = match ticket {
+            Some(t) => match t.wait_unless(&|| cancel.is_cancelled()) {
+                Some(v) => v?,
+                None => return Ok(None),
+            },
+            None => Vec::new(),
+        };
+        let n = content.chunks.len();
+        let card_vec = (vectors.len() == n + 1).then(|| vectors.pop()).flatten();
+        let state = DocumentState::Indexed { content_id: 0 };
+        let (id, unchanged) =
+            self.write(&meta, state, Some(content), &vectors, card_vec.as_deref())?;
+        if unchanged {
+            // Another writer (the watcher, a second `carrel add`) stored
+            // this very file since it was read.
+            report.unchanged += 1;
+            return Ok(Some(0));
+        }
+        report.added += 1;
+        report.documents.push(AddedDocument {
+            id,
+            title: meta.title,
+            chunks: n,
+            warnings: content.extracted.warnings.clone(),
+        });
+        Ok(Some(n))
     }
 
     /// One document, one transaction: its new content (if any), its row, and
