@@ -238,16 +238,19 @@ struct Scan {
     weak: Vec<SubjectHit>,
 }
 
-/// Finds the cards nearest the query by cosine and sorts them by the gate
-/// and the cosine floor.
-fn scan(
-    store: &Store,
-    query_vec: &[f32],
-    floors: &CosineFloors,
-    top_k: usize,
-    fingerprint: &str,
-    model: &str,
-) -> Result<Scan> {
+/// A card near the query, as the store holds it.
+struct NearCard {
+    content: i64,
+    cosine: Cosine,
+    text: String,
+    what: String,
+    hash: String,
+    language: Option<Language>,
+}
+
+/// The cards nearest the query by cosine, nearest first, among those whose
+/// vectors `fingerprint` made.
+fn nearest_cards(store: &Store, query_vec: &[f32], fingerprint: &str) -> Result<Vec<NearCard>> {
     let mut stmt = store.conn.prepare_cached(
         "SELECT v.content_id, v.distance, c.text, c.what, t.hash, t.language
          FROM card_vectors v JOIN cards c ON c.content_id = v.content_id JOIN contents t ON t.id = v.content_id
@@ -261,68 +264,79 @@ fn scan(
             fingerprint
         ],
         |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, f32>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, Option<String>>(5)?,
-            ))
+            Ok(NearCard {
+                content: r.get(0)?,
+                cosine: Cosine::from_distance(r.get::<_, f32>(1)?),
+                text: r.get(2)?,
+                what: r.get(3)?,
+                hash: r.get(4)?,
+                language: r
+                    .get::<_, Option<String>>(5)?
+                    .as_deref()
+                    .and_then(Language::from_code),
+            })
         },
     )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Finds the cards nearest the query by cosine and sorts them by the gate
+/// and the cosine floor.
+fn scan(
+    store: &Store,
+    query_vec: &[f32],
+    floors: &CosineFloors,
+    top_k: usize,
+    fingerprint: &str,
+    model: &str,
+) -> Result<Scan> {
     let cosine_scorer = ScorerId {
         kind: ScorerKind::Cosine,
         model: model.to_string(),
     };
-    let mut candidates = Vec::new();
-    let mut eligible = Vec::new();
-    let mut unread = Vec::new();
-    let mut weak = Vec::new();
-    for row in rows {
-        let (content, distance, card_text, what, hash, language) = row?;
-        let language = language.as_deref().and_then(Language::from_code);
-        let cosine = Cosine::from_distance(distance);
-        let locs = locations(store, content)?;
+    let mut scan = Scan {
+        candidates: Vec::new(),
+        eligible: Vec::new(),
+        unread: Vec::new(),
+        weak: Vec::new(),
+    };
+    for card in nearest_cards(store, query_vec, fingerprint)? {
+        let locs = locations(store, card.content)?;
         let Some(first) = locs.first().cloned() else {
             continue;
         };
-        let decision = by_cosine(floors, cosine);
-        candidates.push(Candidate {
+        let decision = by_cosine(floors, card.cosine);
+        scan.candidates.push(Candidate {
             doc: first.doc,
             title: first.title.clone(),
-            cosine,
+            cosine: card.cosine,
             rerank: None,
             heading_path: None,
             keyword_rank: None,
             decision,
             unjudged: None,
         });
+        let at = scan.candidates.len() - 1;
         let hit = SubjectHit {
             doc: first.doc,
             title: first.title,
             locations: locs,
-            cosine,
+            cosine: card.cosine,
             rerank: None,
             scorer: cosine_scorer.clone(),
             calibrated: false,
-            why: what,
+            why: card.what,
         };
         match decision {
-            Decision::Admitted => match language.filter(|l| !cross_encoder_reads(*l)) {
-                Some(l) => unread.push((candidates.len() - 1, l)),
-                None => eligible.push((hit, (card_text, hash), candidates.len() - 1)),
+            Decision::Admitted => match card.language.filter(|l| !cross_encoder_reads(*l)) {
+                Some(l) => scan.unread.push((at, l)),
+                None => scan.eligible.push((hit, (card.text, card.hash), at)),
             },
-            Decision::BelowCosineFloor if weak.len() < top_k => weak.push(hit),
+            Decision::BelowCosineFloor if scan.weak.len() < top_k => scan.weak.push(hit),
             _ => {}
         }
     }
-    Ok(Scan {
-        candidates,
-        eligible,
-        unread,
-        weak,
-    })
+    Ok(scan)
 }
 
 /// Whether the cross-encoders Carrel has (carrel-ce-v1, carrel-ce-v2,
