@@ -709,6 +709,102 @@ struct Tally {
     embedder: EmbedderKind,
 }
 
+/// The dataset's ids of the documents at these locations, in order.
+fn docs_of<'a>(
+    locations: impl Iterator<Item = &'a Vec<crate::lanes::Location>>,
+    doc_ids: &HashMap<i64, String>,
+) -> Vec<String> {
+    locations
+        .flatten()
+        .filter_map(|l| doc_ids.get(&l.doc).cloned())
+        .collect()
+}
+
+/// The subject lane's baseline: the cards over its cosine floor, in cosine
+/// order.
+fn cosine_order(
+    candidates: &[crate::lanes::Candidate],
+    embedder: EmbedderKind,
+    doc_ids: &HashMap<i64, String>,
+) -> Vec<String> {
+    let floor = CosineFloors::of(embedder).subject;
+    let mut eligible: Vec<&crate::lanes::Candidate> = candidates
+        .iter()
+        .filter(|c| floor.admits(c.cosine))
+        .collect();
+    eligible.sort_by(|a, b| a.cosine.rank(b.cosine));
+    eligible
+        .iter()
+        .filter_map(|c| doc_ids.get(&c.doc).cloned())
+        .collect()
+}
+
+/// Every topic candidate's scores and decision, for the floor sweeps.
+fn passage_scores(
+    candidates: &[crate::lanes::Candidate],
+    doc_ids: &HashMap<i64, String>,
+) -> Vec<PassageScores> {
+    candidates
+        .iter()
+        .filter_map(|c| {
+            Some(PassageScores {
+                doc: doc_ids.get(&c.doc)?.clone(),
+                cosine: c.cosine,
+                keyword_rank: c.keyword_rank,
+                decision: c.decision,
+            })
+        })
+        .collect()
+}
+
+/// Every subject candidate's cosine and logit, for the floor sweeps.
+fn card_scores(
+    candidates: &[crate::lanes::Candidate],
+    doc_ids: &HashMap<i64, String>,
+) -> Vec<CardScores> {
+    candidates
+        .iter()
+        .filter_map(|c| {
+            Some(CardScores {
+                doc: doc_ids.get(&c.doc)?.clone(),
+                cosine: c.cosine,
+                rerank: c.rerank,
+            })
+        })
+        .collect()
+}
+
+/// The topic lane's baseline: its candidates' best passages by cosine only.
+fn dense_order(candidates: &[PassageScores]) -> Vec<String> {
+    let mut dense: Vec<&PassageScores> = candidates.iter().collect();
+    dense.sort_by(|a, b| a.cosine.rank(b.cosine));
+    dense
+        .into_iter()
+        .map(|p| p.doc.clone())
+        .take(CUTOFF)
+        .collect()
+}
+
+impl Ranked {
+    /// What is kept of one query for the per-query report.
+    fn into_result(self, noise: bool) -> QueryResult {
+        QueryResult {
+            subject: LaneRanking {
+                state: self.r.subject.state().into(),
+                docs: self.subject_docs,
+            },
+            topic: LaneRanking {
+                state: self.r.topic.state().into(),
+                docs: self.topic_docs,
+            },
+            bm25: self.bm25_docs,
+            noise,
+            subject_candidates: self.subject_candidates,
+            topic_candidates: self.topic_candidates,
+        }
+    }
+}
+
 impl Tally {
     /// Runs the lanes and BM25 on the `n`th query, timing all but the first
     /// (its time is the cold start's).
@@ -729,66 +825,12 @@ impl Tally {
             self.subject_ms.push(r.explain.subject_ms);
             self.topic_ms.push(r.explain.topic_ms);
         }
-        let expand = |locs: &[crate::lanes::Location]| -> Vec<String> {
-            locs.iter()
-                .filter_map(|l| doc_ids.get(&l.doc).cloned())
-                .collect()
-        };
-        let subject_docs: Vec<String> = r
-            .subject
-            .hits()
-            .iter()
-            .flat_map(|h| expand(&h.locations))
-            .collect();
-        let topic_docs: Vec<String> = r
-            .topic
-            .hits()
-            .iter()
-            .flat_map(|h| expand(&h.locations))
-            .collect();
-        let mut eligible: Vec<&crate::lanes::Candidate> = r
-            .explain
-            .subject
-            .iter()
-            .filter(|c| CosineFloors::of(self.embedder).subject.admits(c.cosine))
-            .collect();
-        eligible.sort_by(|a, b| a.cosine.rank(b.cosine));
-        let cosine_docs: Vec<String> = eligible
-            .iter()
-            .filter_map(|c| doc_ids.get(&c.doc).cloned())
-            .collect();
-        let topic_candidates: Vec<_> = r
-            .explain
-            .topic
-            .iter()
-            .filter_map(|c| {
-                Some(PassageScores {
-                    doc: doc_ids.get(&c.doc)?.clone(),
-                    cosine: c.cosine,
-                    keyword_rank: c.keyword_rank,
-                    decision: c.decision,
-                })
-            })
-            .collect();
-        let subject_candidates: Vec<_> = r
-            .explain
-            .subject
-            .iter()
-            .filter_map(|c| {
-                Some(CardScores {
-                    doc: doc_ids.get(&c.doc)?.clone(),
-                    cosine: c.cosine,
-                    rerank: c.rerank,
-                })
-            })
-            .collect();
-        let mut dense: Vec<&PassageScores> = topic_candidates.iter().collect();
-        dense.sort_by(|a, b| a.cosine.rank(b.cosine));
-        let dense_docs = dense
-            .into_iter()
-            .map(|p| p.doc.clone())
-            .take(CUTOFF)
-            .collect();
+        let subject_docs = docs_of(r.subject.hits().iter().map(|h| &h.locations), doc_ids);
+        let topic_docs = docs_of(r.topic.hits().iter().map(|h| &h.locations), doc_ids);
+        let cosine_docs = cosine_order(&r.explain.subject, self.embedder, doc_ids);
+        let topic_candidates = passage_scores(&r.explain.topic, doc_ids);
+        let subject_candidates = card_scores(&r.explain.subject, doc_ids);
+        let dense_docs = dense_order(&topic_candidates);
         let foreign_passages = lib
             .passage_logits(&q.text, crate::foreign::POINTS_ASKED)?
             .into_iter()
@@ -820,94 +862,68 @@ impl Tally {
         ranked: Ranked,
         qrels: &HashMap<String, HashMap<String, f64>>,
     ) {
-        let Ranked {
-            r,
-            subject_docs,
-            topic_docs,
-            cosine_docs,
-            dense_docs,
-            topic_candidates,
-            subject_candidates,
-            foreign_passages,
-            bm25_docs,
-        } = ranked;
-        let Tally {
-            subject,
-            cosine,
-            topic,
-            dense,
-            losses,
-            order,
-            sweeps,
-            base,
-            subject_states,
-            topic_states,
-            relevant_queries,
-            per_query,
-            by_kind,
-            embedder,
-            ..
-        } = self;
-        *subject_states
+        let r = &ranked.r;
+        *self
+            .subject_states
             .entry(r.subject.state().to_string())
             .or_insert(0) += 1;
-        *topic_states.entry(r.topic.state().to_string()).or_insert(0) += 1;
+        *self
+            .topic_states
+            .entry(r.topic.state().to_string())
+            .or_insert(0) += 1;
         let noise = !qrels.contains_key(&q.id);
         let no_qrels = HashMap::new();
         let rel = qrels.get(&q.id).unwrap_or(&no_qrels);
-        sweeps.judge(
+        self.sweeps.judge(
             noise,
             rel,
-            &subject_candidates,
-            &topic_candidates,
-            &foreign_passages,
+            &ranked.subject_candidates,
+            &ranked.topic_candidates,
+            &ranked.foreign_passages,
         );
         if noise {
-            subject.noise_leaks += r.subject.has_ready_hits() as usize;
-            cosine.noise_leaks += !cosine_docs.is_empty() as usize;
-            topic.noise_leaks += r.topic.has_ready_hits() as usize;
-            dense.noise_leaks += !dense_docs.is_empty() as usize;
-            base.noise_leaks += !bm25_docs.is_empty() as usize;
+            self.add_noise(&ranked);
         } else {
-            *relevant_queries += 1;
-            let rel = &qrels[&q.id];
-            subject.add(&subject_docs, rel, r.subject.has_ready_hits());
-            cosine.add(&cosine_docs, rel, !cosine_docs.is_empty());
-            topic.add(&topic_docs, rel, r.topic.has_ready_hits());
-            dense.add(&dense_docs, rel, !dense_docs.is_empty());
-            losses.add(
-                CosineFloors::of(*embedder).topic,
-                &topic_candidates,
-                &topic_docs,
-                rel,
-            );
-            order.add(rel, &subject_candidates);
-            base.add(&bm25_docs, rel, !bm25_docs.is_empty());
-            if let Some(kind) = &q.kind {
-                let k = by_kind.entry(kind.clone()).or_default();
-                k.queries += 1;
-                k.subject
-                    .add(&subject_docs, rel, r.subject.has_ready_hits());
-                k.topic.add(&topic_docs, rel, r.topic.has_ready_hits());
-            }
+            self.add_relevant(q, &ranked, rel);
         }
-        per_query.insert(
-            q.id.clone(),
-            QueryResult {
-                subject: LaneRanking {
-                    state: r.subject.state().into(),
-                    docs: subject_docs,
-                },
-                topic: LaneRanking {
-                    state: r.topic.state().into(),
-                    docs: topic_docs,
-                },
-                bm25: bm25_docs,
-                noise,
-                subject_candidates,
-                topic_candidates,
-            },
+        self.per_query
+            .insert(q.id.clone(), ranked.into_result(noise));
+    }
+
+    /// A noise query: each list that admitted anything leaked.
+    fn add_noise(&mut self, k: &Ranked) {
+        self.subject.noise_leaks += k.r.subject.has_ready_hits() as usize;
+        self.cosine.noise_leaks += !k.cosine_docs.is_empty() as usize;
+        self.topic.noise_leaks += k.r.topic.has_ready_hits() as usize;
+        self.dense.noise_leaks += !k.dense_docs.is_empty() as usize;
+        self.base.noise_leaks += !k.bm25_docs.is_empty() as usize;
+    }
+
+    /// A query with qrels: every list's metrics, the topic lane's losses,
+    /// the subject lane's order, and its kind's metrics.
+    fn add_relevant(&mut self, q: &QueryLine, k: &Ranked, rel: &HashMap<String, f64>) {
+        let (subject_fired, topic_fired) =
+            (k.r.subject.has_ready_hits(), k.r.topic.has_ready_hits());
+        self.relevant_queries += 1;
+        self.subject.add(&k.subject_docs, rel, subject_fired);
+        self.cosine
+            .add(&k.cosine_docs, rel, !k.cosine_docs.is_empty());
+        self.topic.add(&k.topic_docs, rel, topic_fired);
+        self.dense.add(&k.dense_docs, rel, !k.dense_docs.is_empty());
+        self.losses.add(
+            CosineFloors::of(self.embedder).topic,
+            &k.topic_candidates,
+            &k.topic_docs,
+            rel,
         );
+        self.order.add(rel, &k.subject_candidates);
+        self.base.add(&k.bm25_docs, rel, !k.bm25_docs.is_empty());
+        if let Some(kind) = &q.kind {
+            let by = self.by_kind.entry(kind.clone()).or_default();
+            by.queries += 1;
+            by.subject.add(&k.subject_docs, rel, subject_fired);
+            by.topic.add(&k.topic_docs, rel, topic_fired);
+        }
     }
 
     /// The report: metric sums turned into means, latency percentiles.

@@ -19,28 +19,12 @@ pub fn extract(src: &str, markup: Markup) -> Extracted {
     let mut title = String::new();
     let mut first_heading = None;
     let mut rst_styles: Vec<(char, bool)> = Vec::new();
-    // reStructuredText's document title: a first section title whose style
-    // is used by no other (docutils promotes it the same way).
     let mut rst_title_style = None;
-    if markup == Markup::Rst {
-        let mut seen = Vec::new();
-        let mut styles = Vec::new();
-        let mut i = 0;
-        while i < lines.len() {
-            match rst(&lines, i, &mut styles) {
-                Some((_, text, used, style)) => {
-                    seen.push((style, text));
-                    i += used;
-                }
-                None => i += 1,
-            }
-        }
-        if let Some((style, text)) = seen.first()
-            && seen.iter().filter(|(s, _)| s == style).count() == 1
-        {
-            rst_title_style = Some(*style);
-            title = text.clone();
-        }
+    if markup == Markup::Rst
+        && let Some((style, text)) = rst_title(&lines)
+    {
+        rst_title_style = Some(style);
+        title = text;
     }
     // Inside the indented body of an RST comment, raw block or link target.
     let mut rst_skipping = false;
@@ -62,20 +46,9 @@ pub fn extract(src: &str, markup: Markup) -> Extracted {
             i += 1;
             continue;
         }
-        if markup == Markup::Rst {
-            if rst_skipping && (trimmed.is_empty() || line.starts_with([' ', '\t'])) {
-                i += 1;
-                continue;
-            }
-            rst_skipping = false;
-            if let Some(rest) = trimmed.strip_prefix(".. ") {
-                // Directives' own lines are markup; the bodies of `raw`,
-                // comments and link targets are not text either.
-                rst_skipping =
-                    rest.starts_with("raw::") || rest.starts_with('_') || !rest.contains("::");
-                i += 1;
-                continue;
-            }
+        if markup == Markup::Rst && rst_skips(line, &mut rst_skipping) {
+            i += 1;
+            continue;
         }
         let heading = match markup {
             Markup::Org => org(trimmed, &mut title, &mut literal),
@@ -96,21 +69,13 @@ pub fn extract(src: &str, markup: Markup) -> Extracted {
         };
         match heading {
             // AsciiDoc's `= Title`: the document's title, not a section.
-            Some((0, text)) => {
-                if title.is_empty() {
-                    title = text;
-                }
-            }
+            Some((0, text)) if title.is_empty() => title = text,
+            Some((0, _)) => {}
             Some((level, text)) => {
                 first_heading.get_or_insert_with(|| text.clone());
                 b.heading(level, text);
             }
-            None if trimmed.is_empty() => b.block_break(),
-            None if is_directive(trimmed, markup) => {}
-            None => {
-                b.push(trimmed);
-                b.line_break();
-            }
+            None => text_line(&mut b, trimmed, markup),
         }
         i += 1;
     }
@@ -123,6 +88,52 @@ pub fn extract(src: &str, markup: Markup) -> Extracted {
         reader: Reader::Native,
         ..Default::default()
     }
+}
+
+/// A line that is not a heading: a paragraph's end when blank, nothing when
+/// it sets options, else text.
+fn text_line(b: &mut SectionBuilder, trimmed: &str, markup: Markup) {
+    if trimmed.is_empty() {
+        b.block_break();
+    } else if !is_directive(trimmed, markup) {
+        b.push(trimmed);
+        b.line_break();
+    }
+}
+
+/// reStructuredText's document title and its style: a first section title
+/// whose style is used by no other (docutils promotes it the same way).
+fn rst_title(lines: &[&str]) -> Option<((char, bool), String)> {
+    let mut seen = Vec::new();
+    let mut styles = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        match rst(lines, i, &mut styles) {
+            Some((_, text, used, style)) => {
+                seen.push((style, text));
+                i += used;
+            }
+            None => i += 1,
+        }
+    }
+    let (style, text) = seen.first()?;
+    (seen.iter().filter(|(s, _)| s == style).count() == 1).then(|| (*style, text.clone()))
+}
+
+/// Whether an RST line is markup rather than text: a directive's own line,
+/// or a line of the indented body of a `raw` directive, a comment or a link
+/// target. `skipping` says whether the lines before it were such a body.
+fn rst_skips(line: &str, skipping: &mut bool) -> bool {
+    let trimmed = line.trim_end();
+    if *skipping && (trimmed.is_empty() || line.starts_with([' ', '\t'])) {
+        return true;
+    }
+    *skipping = false;
+    let Some(rest) = trimmed.strip_prefix(".. ") else {
+        return false;
+    };
+    *skipping = rest.starts_with("raw::") || rest.starts_with('_') || !rest.contains("::");
+    true
 }
 
 /// Lines that set options rather than say anything: Org `#+KEY:` and
