@@ -99,6 +99,31 @@ pub fn extract(bytes: &[u8]) -> Result<Extracted, BrokenReason> {
     })
 }
 
+/// A control word at `i` (its letters, then an optional signed number of
+/// at most 10 characters, then one space that belongs to it): the word, its
+/// number, and where what follows starts.
+fn control_word(bytes: &[u8], mut i: usize) -> (&str, Option<i32>, usize) {
+    let start = i;
+    while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+        i += 1;
+    }
+    let word = std::str::from_utf8(&bytes[start..i]).unwrap_or("");
+    let num_start = i;
+    if i < bytes.len() && bytes[i] == b'-' {
+        i += 1;
+    }
+    while i < bytes.len() && bytes[i].is_ascii_digit() && i - num_start < 10 {
+        i += 1;
+    }
+    let param = std::str::from_utf8(&bytes[num_start..i])
+        .ok()
+        .and_then(|p| p.parse::<i32>().ok());
+    if i < bytes.len() && bytes[i] == b' ' {
+        i += 1;
+    }
+    (word, param, i)
+}
+
 #[derive(Default)]
 struct Rtf {
     flow: Flow,
@@ -151,65 +176,21 @@ impl Rtf {
                 b'\\' => {
                     let Some(&next) = bytes.get(i) else { break };
                     if next.is_ascii_alphabetic() {
-                        let start = i;
-                        while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
-                            i += 1;
-                        }
-                        let word = std::str::from_utf8(&bytes[start..i]).unwrap_or("");
-                        let num_start = i;
-                        if i < bytes.len() && bytes[i] == b'-' {
-                            i += 1;
-                        }
-                        while i < bytes.len() && bytes[i].is_ascii_digit() && i - num_start < 10 {
-                            i += 1;
-                        }
-                        let param = std::str::from_utf8(&bytes[num_start..i])
-                            .ok()
-                            .and_then(|p| p.parse::<i32>().ok());
-                        if i < bytes.len() && bytes[i] == b' ' {
-                            i += 1;
-                        }
+                        let (word, param, end) = control_word(bytes, i);
+                        i = end;
                         if group_start {
                             let parent = stack.last().map(|p| p.dest);
-                            g.dest = match word {
-                                _ if ignorable || SKIPPED.contains(&word) => Dest::Skip,
-                                _ if g.dest == Dest::Skip => Dest::Skip,
-                                "title" => Dest::Title,
-                                "stylesheet" => Dest::StyleSheet,
-                                _ if parent == Some(Dest::StyleSheet) => {
-                                    self.style_number = None;
-                                    self.style_name.clear();
-                                    Dest::Style
-                                }
-                                _ => g.dest,
-                            };
+                            g.dest = self.destination(word, ignorable, g.dest, parent);
                         }
                         group_start = false;
                         self.control(word, param, &mut g);
+                    } else if next == b'*' {
+                        i += 1;
+                        ignorable = true;
+                        continue;
                     } else {
                         i += 1;
-                        match next {
-                            b'*' => {
-                                ignorable = true;
-                                continue;
-                            }
-                            b'\'' => {
-                                let hex = bytes
-                                    .get(i..i + 2)
-                                    .and_then(|h| std::str::from_utf8(h).ok());
-                                if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                                    i += 2;
-                                    let ch = self.decode(b);
-                                    self.put(&g, ch);
-                                }
-                            }
-                            b'~' => self.put(&g, '\u{a0}'),
-                            b'_' => self.put(&g, '-'),
-                            b'-' => {}
-                            b'\\' | b'{' | b'}' => self.put(&g, next as char),
-                            b'\n' | b'\r' => self.end_paragraph_in(&g),
-                            _ => {}
-                        }
+                        self.control_symbol(next, bytes, &mut i, &g);
                         group_start = false;
                     }
                 }
@@ -224,6 +205,53 @@ impl Rtf {
                 }
             }
             ignorable = false;
+        }
+    }
+
+    /// The destination a group starting with control `word` writes to:
+    /// skipped, the title, the style sheet or one of its styles, or its
+    /// parent's.
+    fn destination(
+        &mut self,
+        word: &str,
+        ignorable: bool,
+        dest: Dest,
+        parent: Option<Dest>,
+    ) -> Dest {
+        match word {
+            _ if ignorable || SKIPPED.contains(&word) => Dest::Skip,
+            _ if dest == Dest::Skip => Dest::Skip,
+            "title" => Dest::Title,
+            "stylesheet" => Dest::StyleSheet,
+            _ if parent == Some(Dest::StyleSheet) => {
+                self.style_number = None;
+                self.style_name.clear();
+                Dest::Style
+            }
+            _ => dest,
+        }
+    }
+
+    /// A control symbol (`\'hh`, `\~`, `\_`, an escaped brace, …); `i` is
+    /// past the symbol, and past the two hex digits of `\'hh`.
+    fn control_symbol(&mut self, symbol: u8, bytes: &[u8], i: &mut usize, g: &Group) {
+        match symbol {
+            b'\'' => {
+                let hex = bytes
+                    .get(*i..*i + 2)
+                    .and_then(|h| std::str::from_utf8(h).ok());
+                if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    *i += 2;
+                    let ch = self.decode(b);
+                    self.put(g, ch);
+                }
+            }
+            b'~' => self.put(g, '\u{a0}'),
+            b'_' => self.put(g, '-'),
+            b'-' => {}
+            b'\\' | b'{' | b'}' => self.put(g, symbol as char),
+            b'\n' | b'\r' => self.end_paragraph_in(g),
+            _ => {}
         }
     }
 
