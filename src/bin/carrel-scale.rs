@@ -87,45 +87,13 @@ struct Query {
     text: String,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> Fallible<()> {
     let args = Args::parse();
     let models = ModelConfig::new(args.models.clone());
     let fp = Fingerprints::of(&models)?;
-    let dir = args.work.join(format!("{}-chunks", args.chunks));
-    std::fs::create_dir_all(&dir)?;
-    let marker = synthetic::describe(args.chunks, args.per_doc, args.sigma);
-    let built = synthetic::built(&Store::open(&dir.join(DATABASE_FILE))?)?.as_deref()
-        == Some(marker.as_str());
-    let mut build_s = None;
-    if !built {
-        std::fs::remove_dir_all(&dir)?;
-        std::fs::create_dir_all(&dir)?;
-        let seed = Seed::read(&Store::open(&args.seed.join(DATABASE_FILE))?, &fp)?;
-        eprintln!(
-            "building {} chunks from {} real chunks and {} cards",
-            args.chunks,
-            seed.chunks.len(),
-            seed.cards.len()
-        );
-        let started = Instant::now();
-        let mut store = Store::open(&dir.join(DATABASE_FILE))?;
-        let mut last = Instant::now();
-        synthetic::grow(
-            &mut store,
-            &seed,
-            args.chunks,
-            args.per_doc,
-            args.sigma,
-            &fp,
-            &mut |done| {
-                if last.elapsed().as_secs() >= 10 {
-                    last = Instant::now();
-                    eprintln!("  {done} of {} chunks", args.chunks);
-                }
-            },
-        )?;
-        build_s = Some(started.elapsed().as_secs_f64());
-    }
+    let (dir, build_s) = build(&args, &fp)?;
     let queries: Vec<String> = std::fs::read_to_string(&args.queries)?
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -133,43 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<_, _>>()?;
     let mut lib = Library::open(LibraryConfig::new(dir.clone(), models))?;
     let cards = lib.store().coverage(&fp.chunk, &fp.card)?.1.indexed;
-    // The topic lane's nearest chunks, the way the lane fetches them against
-    // sqlite-vec's exact KNN, on the same query vectors: recall of the exact
-    // top 10 and top 100, and each one's time. The first fetch also builds
-    // the sign bits (when the library is large enough to use them).
-    let vectors = queries
-        .iter()
-        .take(args.asks)
-        .map(|q| lib.embed_query(q))
-        .collect::<carrel::Result<Vec<_>>>()?;
-    let first = vectors
-        .first()
-        .ok_or("no queries to ask: the queries file is empty or --asks is 0")?;
-    let started = Instant::now();
-    let (_, search) = lib
-        .store()
-        .nearest_chunks(first, TOPIC_CANDIDATES, &fp.chunk)?;
-    let first_fetch_ms = ms(started);
-    let (mut fast_ms, mut exact_ms, mut hits10, mut hits100, mut asked10, mut asked100) =
-        (Vec::new(), Vec::new(), 0, 0, 0, 0);
-    for v in &vectors {
-        let started = Instant::now();
-        let (fast, _) = lib.store().nearest_chunks(v, TOPIC_CANDIDATES, &fp.chunk)?;
-        fast_ms.push(ms(started));
-        let started = Instant::now();
-        let exact = lib
-            .store()
-            .nearest_chunks_exact(v, TOPIC_CANDIDATES, &fp.chunk)?;
-        exact_ms.push(ms(started));
-        let fast: HashSet<i64> = fast.iter().map(|(id, _)| *id).collect();
-        for (rank, (id, _)) in exact.iter().enumerate() {
-            let found = fast.contains(id) as usize;
-            if rank < 10 {
-                (hits10, asked10) = (hits10 + found, asked10 + 1);
-            }
-            (hits100, asked100) = (hits100 + found, asked100 + 1);
-        }
-    }
+    let mut fetch = fetch(&mut lib, &queries, args.asks, &fp)?;
     reset_peak_rss();
     let (mut topic, mut subject) = (Vec::new(), Vec::new());
     for (i, q) in queries.iter().cycle().take(args.asks).enumerate() {
@@ -179,12 +111,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             subject.push(r.explain.subject_ms);
         }
     }
-    let db_mb = std::fs::metadata(dir.join(DATABASE_FILE))?.len() as f64 / 1e6;
     let figures = Figures {
         chunks: args.chunks,
         cards,
         build_s,
-        db_mb,
+        db_mb: std::fs::metadata(dir.join(DATABASE_FILE))?.len() as f64 / 1e6,
         queries: topic.len(),
         topic_p50_ms: percentile(&mut topic, 0.50),
         topic_p95_ms: percentile(&mut topic, 0.95),
@@ -192,14 +123,129 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         subject_p95_ms: percentile(&mut subject, 0.95),
         peak_rss_mb: peak_rss_mb(),
         private_rss_mb: carrel::models::pool::memory_mb("RssAnon").unwrap_or(f64::NAN),
-        search,
-        first_fetch_ms,
-        fetch_p50_ms: percentile(&mut fast_ms, 0.50),
-        exact_p50_ms: percentile(&mut exact_ms, 0.50),
-        recall_at_10: hits10 as f64 / asked10.max(1) as f64,
-        recall_at_100: hits100 as f64 / asked100.max(1) as f64,
+        search: fetch.search,
+        first_fetch_ms: fetch.first_ms,
+        fetch_p50_ms: percentile(&mut fetch.fast_ms, 0.50),
+        exact_p50_ms: percentile(&mut fetch.exact_ms, 0.50),
+        recall_at_10: fetch.hits10 as f64 / fetch.asked10.max(1) as f64,
+        recall_at_100: fetch.hits100 as f64 / fetch.asked100.max(1) as f64,
     };
-    // The README's columns, in its order.
+    print_row(&figures);
+    if let Some(path) = &args.json {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        writeln!(f, "{}", serde_json::to_string(&figures)?)?;
+    }
+    Ok(())
+}
+
+/// The synthetic library of `args.chunks` chunks, built from the seed
+/// unless the one in the work folder was built the same way: its folder,
+/// and the seconds the build took (none when it was kept).
+fn build(args: &Args, fp: &Fingerprints) -> Fallible<(PathBuf, Option<f64>)> {
+    let dir = args.work.join(format!("{}-chunks", args.chunks));
+    std::fs::create_dir_all(&dir)?;
+    let marker = synthetic::describe(args.chunks, args.per_doc, args.sigma);
+    let built = synthetic::built(&Store::open(&dir.join(DATABASE_FILE))?)?.as_deref()
+        == Some(marker.as_str());
+    if built {
+        return Ok((dir, None));
+    }
+    std::fs::remove_dir_all(&dir)?;
+    std::fs::create_dir_all(&dir)?;
+    let seed = Seed::read(&Store::open(&args.seed.join(DATABASE_FILE))?, fp)?;
+    eprintln!(
+        "building {} chunks from {} real chunks and {} cards",
+        args.chunks,
+        seed.chunks.len(),
+        seed.cards.len()
+    );
+    let started = Instant::now();
+    let mut store = Store::open(&dir.join(DATABASE_FILE))?;
+    let mut last = Instant::now();
+    synthetic::grow(
+        &mut store,
+        &seed,
+        args.chunks,
+        args.per_doc,
+        args.sigma,
+        fp,
+        &mut |done| {
+            if last.elapsed().as_secs() >= 10 {
+                last = Instant::now();
+                eprintln!("  {done} of {} chunks", args.chunks);
+            }
+        },
+    )?;
+    Ok((dir, Some(started.elapsed().as_secs_f64())))
+}
+
+/// How the topic lane's fetch of its nearest chunks did against
+/// sqlite-vec's exact KNN on the same query vectors.
+struct Fetch {
+    search: Search,
+    first_ms: f64,
+    fast_ms: Vec<f64>,
+    exact_ms: Vec<f64>,
+    hits10: usize,
+    asked10: usize,
+    hits100: usize,
+    asked100: usize,
+}
+
+/// The topic lane's nearest chunks, fetched the way the lane fetches them
+/// and exactly, for the first `asks` queries: recall of the exact top 10
+/// and top 100, and each one's time. The first fetch also builds the sign
+/// bits (when the library is large enough to use them).
+fn fetch(lib: &mut Library, queries: &[String], asks: usize, fp: &Fingerprints) -> Fallible<Fetch> {
+    let vectors = queries
+        .iter()
+        .take(asks)
+        .map(|q| lib.embed_query(q))
+        .collect::<carrel::Result<Vec<_>>>()?;
+    let first = vectors
+        .first()
+        .ok_or("no queries to ask: the queries file is empty or --asks is 0")?;
+    let started = Instant::now();
+    let (_, search) = lib
+        .store()
+        .nearest_chunks(first, TOPIC_CANDIDATES, &fp.chunk)?;
+    let mut f = Fetch {
+        search,
+        first_ms: ms(started),
+        fast_ms: Vec::new(),
+        exact_ms: Vec::new(),
+        hits10: 0,
+        asked10: 0,
+        hits100: 0,
+        asked100: 0,
+    };
+    for v in &vectors {
+        let started = Instant::now();
+        let (fast, _) = lib.store().nearest_chunks(v, TOPIC_CANDIDATES, &fp.chunk)?;
+        f.fast_ms.push(ms(started));
+        let started = Instant::now();
+        let exact = lib
+            .store()
+            .nearest_chunks_exact(v, TOPIC_CANDIDATES, &fp.chunk)?;
+        f.exact_ms.push(ms(started));
+        let fast: HashSet<i64> = fast.iter().map(|(id, _)| *id).collect();
+        for (rank, (id, _)) in exact.iter().enumerate() {
+            let found = fast.contains(id) as usize;
+            if rank < 10 {
+                (f.hits10, f.asked10) = (f.hits10 + found, f.asked10 + 1);
+            }
+            (f.hits100, f.asked100) = (f.hits100 + found, f.asked100 + 1);
+        }
+    }
+    Ok(f)
+}
+
+/// One row of the README's table, its columns in its order.
+fn print_row(figures: &Figures) {
     println!(
         "| {} | {} | {:.0} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {}: {:.1} ({:.1}) | {:.3} / {:.3} | {:.0} ({:.0}) |",
         figures.chunks,
@@ -223,15 +269,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         figures.peak_rss_mb,
         figures.private_rss_mb,
     );
-    if let Some(path) = &args.json {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
-        writeln!(f, "{}", serde_json::to_string(&figures)?)?;
-    }
-    Ok(())
 }
 
 fn ms(since: Instant) -> f64 {
