@@ -460,6 +460,13 @@ fn tempfile_dir() -> std::io::Result<PathBuf> {
 }
 
 fn print_table(f: &Figures) {
+    print_formats(f);
+    print_figures(f);
+    print_scaling(f);
+}
+
+/// One row per format.
+fn print_formats(f: &Figures) {
     println!(
         "| format | files | indexed | broken | chunks | avg chunk chars | ingest docs/s | chunks/s | ingest ÷ raw forward | re-scan s |"
     );
@@ -479,6 +486,11 @@ fn print_table(f: &Figures) {
             r.rescan_s
         );
     }
+}
+
+/// The single figures: the embed path against the raw forward pass, the
+/// re-scan, memory, OCR.
+fn print_figures(f: &Figures) {
     println!();
     println!("| figure | value |");
     println!("|---|---:|");
@@ -526,26 +538,31 @@ fn print_table(f: &Figures) {
             o.pages, o.cer
         );
     }
-    if !f.scaling.is_empty() {
-        println!();
+}
+
+/// Ingest by number of workers, when it was measured.
+fn print_scaling(f: &Figures) {
+    if f.scaling.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "| workers ({} cores) | docs | chunks | ingest s | docs/s | chunks/s | speed-up | ingest ÷ (workers × raw forward) | MB per worker |",
+        f.cores
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &f.scaling {
         println!(
-            "| workers ({} cores) | docs | chunks | ingest s | docs/s | chunks/s | speed-up | ingest ÷ (workers × raw forward) | MB per worker |",
-            f.cores
+            "| {} | {} | {} | {:.1} | {:.2} | {:.1} | {:.2}× | {:.2} | {:.0} |",
+            r.workers,
+            r.docs,
+            r.chunks,
+            r.ingest_s,
+            r.docs_per_s,
+            r.chunks_per_s,
+            r.speedup,
+            r.efficiency,
+            r.per_worker_mb
         );
-        println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-        for r in &f.scaling {
-            println!(
-                "| {} | {} | {} | {:.1} | {:.2} | {:.1} | {:.2}× | {:.2} | {:.0} |",
-                r.workers,
-                r.docs,
-                r.chunks,
-                r.ingest_s,
-                r.docs_per_s,
-                r.chunks_per_s,
-                r.speedup,
-                r.efficiency,
-                r.per_worker_mb
-            );
-        }
     }
 }
