@@ -622,6 +622,25 @@ fn carrel_home(data: &std::path::Path) -> Command {
     c
 }
 
+/// A data folder whose shelf holds two libraries on the same books by two
+/// owners (fixtures/attribution): `admirers`, kept by Ada Moreau, and
+/// `skeptics`, kept by Ben Okafor.
+fn two_owners_libraries() -> tempfile::TempDir {
+    let data = tempfile::tempdir().unwrap();
+    for (kb, owner) in [("admirers", "Ada Moreau"), ("skeptics", "Ben Okafor")] {
+        carrel_home(data.path())
+            .args(["kb", "create", kb, "--owner", owner])
+            .assert()
+            .success();
+        carrel_home(data.path())
+            .args(["--kb", kb, "add"])
+            .arg(fixtures().join("attribution").join(kb))
+            .assert()
+            .success();
+    }
+    data
+}
+
 /// Runs `c`, which must succeed, and takes its stdout.
 fn stdout(c: &mut Command) -> String {
     let out = c.assert().success().get_output().stdout.clone();
@@ -821,18 +840,7 @@ fn a_read_token_is_shown_once_listed_without_its_secret_and_revoked_per_library(
 
 #[test]
 fn ask_with_kb_mentions_reads_those_libraries_and_groups_the_answer_by_owner() {
-    let data = tempfile::tempdir().unwrap();
-    for (kb, owner) in [("admirers", "Ada Moreau"), ("skeptics", "Ben Okafor")] {
-        carrel_home(data.path())
-            .args(["kb", "create", kb, "--owner", owner])
-            .assert()
-            .success();
-        carrel_home(data.path())
-            .args(["--kb", kb, "add"])
-            .arg(fixtures().join("attribution").join(kb))
-            .assert()
-            .success();
-    }
+    let data = two_owners_libraries();
     let q = "@kb:admirers @kb:skeptics who is responsible for the murders in Frankenstein";
     // The library in use was never created: a scoped question does not need it.
     let v = json(
@@ -884,18 +892,7 @@ fn ask_with_kb_mentions_reads_those_libraries_and_groups_the_answer_by_owner() {
 /// `--kb` anywhere else is a sentence, not the first of them.
 #[test]
 fn match_across_libraries_explains_each_library_apart() {
-    let data = tempfile::tempdir().unwrap();
-    for (kb, owner) in [("admirers", "Ada Moreau"), ("skeptics", "Ben Okafor")] {
-        carrel_home(data.path())
-            .args(["kb", "create", kb, "--owner", owner])
-            .assert()
-            .success();
-        carrel_home(data.path())
-            .args(["--kb", kb, "add"])
-            .arg(fixtures().join("attribution").join(kb))
-            .assert()
-            .success();
-    }
+    let data = two_owners_libraries();
     let q = "Mill's harm principle and free speech";
     let text = stdout(carrel_home(data.path()).args([
         "match",
