@@ -955,14 +955,9 @@ fn match_across_libraries_explains_each_library_apart() {
         err.contains("no library `nope`") && err.contains("`skeptics`"),
         "{err}"
     );
-    let out = carrel_home(data.path())
-        .args(["--kb", "admirers", "--kb", "skeptics", "list"])
-        .assert()
-        .code(1)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(out).unwrap();
+    let err = stderr_of_failure(
+        carrel_home(data.path()).args(["--kb", "admirers", "--kb", "skeptics", "list"]),
+    );
     assert!(err.contains("--kb names 2 libraries"), "{err}");
 }
 

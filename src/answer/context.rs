@@ -39,6 +39,21 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// A question with nothing to answer from, and why.
+    fn nothing(question: String, notes: Vec<String>, why: &str) -> Prepared {
+        Prepared {
+            question,
+            mentions: Vec::new(),
+            context: Vec::new(),
+            notes,
+            no_context: Some(why.to_string()),
+            route: Vec::new(),
+            foreign: Vec::new(),
+            quote: None,
+            earlier: None,
+        }
+    }
+
     /// The numbered passages the answerer will read.
     pub fn context(&self) -> &[Passage] {
         &self.context
@@ -67,17 +82,8 @@ pub fn prepare(
     let search = follow_up::search_text(&question, earlier);
     let mut notes: Vec<String> = earlier.map(follow_up::note).into_iter().collect();
     if mentions.is_empty() && question.is_empty() {
-        return Ok(Prepared {
-            question,
-            mentions: Vec::new(),
-            context: Vec::new(),
-            notes,
-            no_context: Some("the message has no question and mentions no document".into()),
-            route: Vec::new(),
-            foreign: Vec::new(),
-            quote: None,
-            earlier: None,
-        });
+        let why = "the message has no question and mentions no document";
+        return Ok(Prepared::nothing(question, notes, why));
     }
     // The libraries a mention names, or all of them; each library asked
     // gets an equal share of the budget, those on other machines included
