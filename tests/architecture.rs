@@ -63,6 +63,54 @@ fn crate_paths(code: &str) -> BTreeSet<String> {
     paths_after(code, "crate::")
 }
 
+/// The first segment of every path that starts a path (`marks` in
+/// `marks::attribute(…)`, not `std` in `::std` nor `io` in `std::io`).
+fn path_heads(code: &str) -> BTreeSet<String> {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = BTreeSet::new();
+    for (at, _) in code.match_indices("::") {
+        let before = &code[..at];
+        let head: String = before
+            .chars()
+            .rev()
+            .take_while(|c| is_ident(*c))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let rest = &before[..before.len() - head.len()];
+        if !head.is_empty() && !rest.ends_with("::") && !rest.ends_with(is_ident) {
+            out.insert(head);
+        }
+    }
+    out
+}
+
+/// The names a file's `use` items outside `super::` bind (`ingest` in
+/// `use crate::{ingest, lanes::X};`): a path starting with one of them is
+/// not a sibling's, whatever its name.
+fn imported_elsewhere(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for item in code.split("use ").skip(1) {
+        let item = item.split(';').next().unwrap_or("");
+        if item.starts_with("super::") || item.contains('\n') && !item.contains('{') {
+            continue;
+        }
+        for leaf in item.split(|c: char| "{},".contains(c)) {
+            let leaf = leaf.trim();
+            let name = leaf.rsplit(" as ").next().unwrap_or(leaf);
+            let name = name.rsplit("::").next().unwrap_or(name).trim();
+            if !name.is_empty() && name != "self" {
+                out.insert(name.to_string());
+            }
+            if let Some(module) = leaf.strip_suffix("::self") {
+                out.insert(module.rsplit("::").next().unwrap_or(module).to_string());
+            }
+        }
+    }
+    out
+}
+
 /// The first names of every path that starts with `prefix`.
 fn paths_after(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
@@ -196,6 +244,10 @@ fn the_files_of_each_module_folder_import_one_another_without_a_cycle() {
         let code = code(&std::fs::read_to_string(file).unwrap());
         let mut names = paths_after(&code, "super::");
         names.extend(paths_after(&code, &format!("crate::{rel}::")));
+        // A sibling named through the parent's imports (`marks::attribute`
+        // after the parent's `pub mod marks`, reached by `use super::*`).
+        let bound = imported_elsewhere(&code);
+        names.extend(path_heads(&code).into_iter().filter(|h| !bound.contains(h)));
         folders
             .entry(dir.to_path_buf())
             .or_default()
@@ -273,6 +325,10 @@ fn a_cycle_between_files_is_found() {
         ("shared", vec![]),
     ]);
     assert_eq!(a_cycle(&chain), None);
+    assert_eq!(
+        path_heads("let a = marks::attribute(x); std::io::stdout(); ::core::mem::take()"),
+        BTreeSet::from(["marks".to_string(), "std".to_string()])
+    );
     assert_eq!(
         paths_after("use super::{hub::Scorers, remote};", "super::"),
         BTreeSet::from(["hub".to_string(), "remote".to_string()])
