@@ -4,9 +4,9 @@
 // Each page is saved as a screenshot in $CARREL_SCREENSHOTS.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { appLog as harnessLog, openSession, removeWhenQuiet, startDriver, stopProcess, until as harnessUntil } from "./harness.mjs";
 
@@ -107,26 +107,42 @@ function launchApp() {
  * A journey, run again once in a fresh window if WebKit's web process
  * crashes under it. WebKitGTK's web process has crashed under Xvfb in CI
  * (stop 45: at the first keystroke of the hub journey, which passed on every
- * run before and after); a crash ends the WebDriver session, and every
- * journey after it then failed on the dead session. The crash is printed,
- * and a page that crashes WebKit each time still fails on the second run.
+ * run before and after); a crash ends the WebDriver session ("page crash",
+ * then "invalid session id"), and every journey after it then failed on the
+ * dead session. Only WebKit's crash is run again: the app itself must still
+ * be running, with no panic in its output, so a crash of Carrel's own fails
+ * the journey. The crash is printed, and a page that crashes WebKit each
+ * time still fails on the second run.
  */
 function journey(name, body) {
   test(name, async () => {
     try {
       await body();
     } catch (e) {
-      if (!/page crash/.test(String(e?.message))) throw e;
+      if (!webkitCrashed(e)) throw e;
       console.log(`# WebKit's web process crashed during "${name}" (${e.message}); run again once in a fresh window`);
       await browser.deleteSession().catch(() => {});
-      // The crashed window's app may outlive its session.
+      // The app whose web process crashed outlives its session. By its
+      // process name: `-f` would also match the shell that runs this file.
       try {
-        execFileSync("pkill", ["-f", app]);
+        execFileSync("pkill", ["-x", basename(app).slice(0, 15)]);
       } catch {}
       browser = await launchApp();
       await body();
     }
   });
+}
+
+/** Whether `e` is a lost session while the app itself runs on, unpanicked. */
+function webkitCrashed(e) {
+  if (!/page crash|invalid session id/.test(String(e?.message))) return false;
+  let appRuns = true;
+  try {
+    execFileSync("pgrep", ["-x", basename(app).slice(0, 15)]);
+  } catch {
+    appRuns = false;
+  }
+  return appRuns && !/panicked at/.test(readFileSync(join(shots, "driver.log"), "utf8"));
 }
 
 after(async () => {
