@@ -196,8 +196,14 @@ fn create(cli: &Cli, limits: Limits) -> Result<Library, Error> {
 }
 
 fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
+    config_of(cli, one_kb(cli)?, limits)
+}
+
+/// The config of the library `kb` names on the shelf, else of the library
+/// in use (or --library).
+fn config_of(cli: &Cli, kb: Option<&str>, limits: Limits) -> Result<LibraryConfig, Error> {
     let (mut dir, _) = crate::library_dir(cli.library.as_deref(), None)?;
-    if let Some(kb) = one_kb(cli)? {
+    if let Some(kb) = kb {
         dir = crate::library::shelf::Shelf::load(&crate::library::shelf::shelf_path()?)?
             .survey(&dir)
             .find(kb)?;
@@ -228,9 +234,7 @@ fn with_kbs(cli: &Cli, message: &str) -> Result<(LibraryConfig, String), Error> 
     if cli.kb.len() < 2 {
         return Ok((config(cli, Limits::default())?, message.to_string()));
     }
-    let (dir, _) = crate::library_dir(cli.library.as_deref(), None)?;
-    let mut config = LibraryConfig::new(dir, models(cli)?);
-    config.limits.isolation = isolation(cli);
+    let config = config_of(cli, None, Limits::default())?;
     let tokens: Vec<String> = cli.kb.iter().map(|kb| format!("@kb:{kb}")).collect();
     Ok((config, format!("{} {message}", tokens.join(" "))))
 }
