@@ -334,3 +334,70 @@ fn a_cycle_between_files_is_found() {
         BTreeSet::from(["hub".to_string(), "remote".to_string()])
     );
 }
+
+/// What names a storage backend in code: its crates, its connection, SQL.
+const BACKEND_WORDS: &[&str] = &[
+    "rusqlite",
+    "sqlite_vec::",
+    "tokio_postgres",
+    "postgres::",
+    "pgvector::",
+    ".conn",
+    "SELECT ",
+    "INSERT ",
+    "DELETE FROM",
+    "UPDATE ",
+];
+
+/// The backend words in a file's code (comments and unit tests left out).
+fn backend_words(code: &str) -> Vec<&'static str> {
+    BACKEND_WORDS
+        .iter()
+        .copied()
+        .filter(|w| code.contains(w))
+        .collect()
+}
+
+/// The store is the one seam between a library and its backend: the lanes
+/// decide (gates, floors, the veto, outcomes) and ingest, answers, watches
+/// and every surface above them ask the store, so none of them names
+/// SQLite, PostgreSQL or SQL. Below the store nothing touches a database;
+/// `foreign` talks to other stores by nature, `eval`'s BM25 baseline is
+/// its own in-memory FTS5 index, and `error` wraps each backend's errors.
+#[test]
+fn only_the_store_names_a_backend() {
+    const ABOVE_THE_SEAM: &[&str] = &[
+        "ingest", "lanes", "answer", "library", "watch", "sweep", "mcp", "serve", "cli",
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut named = Vec::new();
+    for module in ABOVE_THE_SEAM {
+        let mut files = Vec::new();
+        let dir = src.join(module);
+        if dir.is_dir() {
+            rs_files(&dir, &mut files);
+        } else {
+            files.push(src.join(format!("{module}.rs")));
+        }
+        for file in files {
+            let words = backend_words(&code(&std::fs::read_to_string(&file).unwrap()));
+            if !words.is_empty() {
+                let rel = file.strip_prefix(&src).unwrap().display().to_string();
+                named.push(format!("{rel}: {words:?}"));
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "a backend named above the store (fetch through a Store method instead):\n{}",
+        named.join("\n")
+    );
+}
+
+/// The check itself can fail: a lane that runs SQL is found.
+#[test]
+fn a_lane_running_sql_is_found() {
+    let lane = "fn near(store: &Store) {\n    // SELECT in a comment is fine\n    store.conn.prepare(\"SELECT id FROM cards\");\n}\n";
+    assert_eq!(backend_words(&code(lane)), vec![".conn", "SELECT "]);
+    assert!(backend_words(&code("// SELECT id FROM cards\nfn f() {}\n")).is_empty());
+}

@@ -29,7 +29,7 @@ use crate::error::Result;
 use crate::extract::worker::Isolation;
 use crate::extract::{self, BrokenReason, Extracted, Kind};
 use crate::models::{Embedder, Fingerprints, Ticket, hex};
-use crate::store::{DocumentState, NewChunk, NewDocument, Store, Validators};
+use crate::store::{ContentToWrite, Holding, NewChunk, NewDocument, Reembedded, Store, Validators};
 
 /// Files over this size are refused unread (a listed `too_large` reason).
 /// The largest real document in the measured corpora, a 2,415-page PDF
@@ -169,21 +169,29 @@ pub fn refresh_stale(
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let mut vectors = embedder.embed(&refs)?;
         let card_vec = vectors.pop();
-        let tx = store.conn.transaction()?;
-        if s.chunks_stale || content.truncated_at_chunk != s.truncated_at_chunk {
-            Store::write_chunks(&tx, s.id, &content.chunks, &vectors, &fp.chunk)?;
-            tx.execute(
-                "UPDATE contents SET truncated_at_chunk = ?2 WHERE id = ?1",
-                rusqlite::params![s.id, content.truncated_at_chunk.map(|t| t as i64)],
-            )?;
-        }
-        if s.card_stale {
-            let v = card_vec.ok_or_else(|| {
-                crate::Error::Embedding("no vector came back for the card".into())
-            })?;
-            Store::write_card(&tx, s.id, &content.card, &v, &fp.card)?;
-        }
-        tx.commit()?;
+        let card = match (s.card_stale, card_vec.as_deref()) {
+            (true, Some(v)) => Some((&content.card, v)),
+            (true, None) => {
+                return Err(crate::Error::Embedding(
+                    "no vector came back for the card".into(),
+                ));
+            }
+            (false, _) => None,
+        };
+        let rechunk = s.chunks_stale || content.truncated_at_chunk != s.truncated_at_chunk;
+        let chunks = rechunk.then_some((
+            content.chunks.as_slice(),
+            vectors.as_slice(),
+            content.truncated_at_chunk,
+        ));
+        store.write_reembedded(
+            Reembedded {
+                content_id: s.id,
+                chunks,
+                card,
+            },
+            fp,
+        )?;
         meter.settled(content.chunks.len(), 0);
     }
     meter.p.current.clear();

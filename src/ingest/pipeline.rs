@@ -401,7 +401,7 @@ impl Pipeline<'_> {
                 report.unchanged += 1;
             }
             Prepared::Broken(meta, reason) => {
-                self.write(&meta, DocumentState::Broken(&reason), None, &[], None)?;
+                self.write(&meta, Holding::Broken(&reason))?;
                 report.failed.push(Failure {
                     source: meta.source,
                     reason: reason.to_string(),
@@ -434,8 +434,7 @@ impl Pipeline<'_> {
             .store
             .content_by_hash(hash)?
             .ok_or_else(|| crate::Error::Corrupt(format!("content {hash} vanished mid-batch")))?;
-        let state = DocumentState::Indexed { content_id };
-        let (id, unchanged) = self.write(&meta, state, None, &[], None)?;
+        let (id, unchanged) = self.write(&meta, Holding::Stored { content_id })?;
         if unchanged {
             report.unchanged += 1;
         } else {
@@ -470,9 +469,16 @@ impl Pipeline<'_> {
         };
         let n = content.chunks.len();
         let card_vec = (vectors.len() == n + 1).then(|| vectors.pop()).flatten();
-        let state = DocumentState::Indexed { content_id: 0 };
-        let (id, unchanged) =
-            self.write(&meta, state, Some(content), &vectors, card_vec.as_deref())?;
+        let holding = Holding::New(ContentToWrite {
+            hash: &content.hash,
+            extracted: &content.extracted,
+            truncated_at_chunk: content.truncated_at_chunk,
+            chunks: &content.chunks,
+            chunk_vectors: &vectors,
+            card: &content.card,
+            card_vector: card_vec.as_deref(),
+        });
+        let (id, unchanged) = self.write(&meta, holding)?;
         if unchanged {
             // Another writer (the watcher, a second `carrel add`) stored
             // this very file since it was read.
@@ -489,42 +495,9 @@ impl Pipeline<'_> {
         Ok(Some(n))
     }
 
-    /// One document, one transaction: its new content (if any), its row, and
-    /// the garbage collection of the content it no longer points at. Returns
-    /// the row's id and whether it already pointed at this content.
-    ///
-    /// The transaction takes the write lock first (IMMEDIATE), so what it
-    /// reads is what it writes over: a body another process stored since
-    /// this one was prepared is pointed at, not inserted a second time.
-    fn write(
-        &mut self,
-        meta: &Meta,
-        state: DocumentState<'_>,
-        content: Option<&NewContent>,
-        chunk_vecs: &[Vec<f32>],
-        card_vec: Option<&[f32]>,
-    ) -> Result<(i64, bool)> {
-        let fp = self.fingerprints;
-        let tx = self
-            .store
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let state = match (content, state) {
-            (Some(c), _) => match Store::content_id_in(&tx, &c.hash)? {
-                Some(content_id) => DocumentState::Indexed { content_id },
-                None => {
-                    let content_id =
-                        Store::insert_content(&tx, &c.hash, &c.extracted, c.truncated_at_chunk)?;
-                    Store::write_chunks(&tx, content_id, &c.chunks, chunk_vecs, &fp.chunk)?;
-                    let card_vec = card_vec.ok_or_else(|| {
-                        crate::Error::Embedding("no vector came back for the card".into())
-                    })?;
-                    Store::write_card(&tx, content_id, &c.card, card_vec, &fp.card)?;
-                    DocumentState::Indexed { content_id }
-                }
-            },
-            (None, s) => s,
-        };
+    /// Writes one document's row with what it holds (the store makes it one
+    /// transaction); the row's id and whether it already held that content.
+    fn write(&mut self, meta: &Meta, holding: Holding<'_>) -> Result<(i64, bool)> {
         let doc = NewDocument {
             source: &meta.source,
             kind: meta.kind.map(Kind::as_str),
@@ -532,21 +505,12 @@ impl Pipeline<'_> {
             bytes: meta.bytes,
             mtime_ns: meta.mtime_ns,
             validators: &meta.validators,
-            state,
             watch: self.watch,
         };
-        let content_id = match doc.state {
-            DocumentState::Indexed { content_id } => Some(content_id),
-            DocumentState::Broken(_) => None,
-        };
-        let row = Store::upsert_document(&tx, &doc)?;
-        if let Some(old) = row.dropped {
-            Store::collect_garbage(&tx, old)?;
-        }
-        fail::fail_point!("ingest::before_commit", |_| crate::fault::die());
-        tx.commit()?;
-        fail::fail_point!("ingest::after_commit", |_| crate::fault::die());
-        Ok((row.id, content_id.is_some() && row.before == content_id))
+        let written = self
+            .store
+            .write_document(&doc, holding, self.fingerprints)?;
+        Ok((written.id, written.unchanged))
     }
 }
 

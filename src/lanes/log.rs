@@ -1,68 +1,17 @@
 //! The retrieval log: every lane decision, with the scorer that produced the
 //! number, so "which scorer made the number on screen?" always has an answer.
-
-use rusqlite::params;
-use serde::Serialize;
+//! This file decides what a row says (which scorer, calibrated or not); the
+//! store keeps the rows.
 
 use super::{Candidate, Decision};
 use crate::error::Result;
 use crate::score::{Scored, ScorerId};
+pub use crate::store::{LogEntry, Retention};
 use crate::store::{Store, now};
-
-#[derive(Debug, Clone, Serialize)]
-pub struct LogEntry {
-    pub at: i64,
-    pub query: String,
-    pub lane: String,
-    pub doc: i64,
-    /// The number and the scale it is on, as `"score"` and `"scale"`.
-    #[serde(flatten)]
-    pub score: Scored,
-    pub scorer: String,
-    pub calibrated: bool,
-    pub admitted: bool,
-    pub decision: String,
-    /// Why the lexical checks could not judge this candidate, if they could
-    /// not ([`Candidate::unjudged`]).
-    pub unjudged: Option<String>,
-}
 
 /// Per lane: its name, its candidates, the cosine scorer and, when one ran,
 /// the cross-encoder.
 pub type LaneLog<'a> = (&'a str, &'a [Candidate], &'a ScorerId, Option<&'a ScorerId>);
-
-/// How much of the log is kept: rows past either limit are dropped, oldest
-/// first, each time a query is logged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
-    pub max_rows: u64,
-    pub max_age_s: i64,
-}
-
-impl Default for Retention {
-    /// About 10,000 queries' worth at 20 candidates a query, and 90 days.
-    fn default() -> Self {
-        Retention {
-            max_rows: 200_000,
-            max_age_s: 90 * 24 * 3600,
-        }
-    }
-}
-
-/// Drops rows past `keep`. Rows are appended in time order, so the oldest
-/// are the lowest ids: both deletes walk the primary key, not the table.
-pub fn prune(store: &Store, keep: Retention, now: i64) -> Result<usize> {
-    let by_count = store.conn.execute(
-        "DELETE FROM retrieval_log WHERE id <= (SELECT MAX(id) FROM retrieval_log) - ?1",
-        [keep.max_rows as i64],
-    )?;
-    let by_age = store.conn.execute(
-        "DELETE FROM retrieval_log WHERE id IN
-           (SELECT id FROM retrieval_log ORDER BY id LIMIT 10000) AND at < ?1",
-        [now - keep.max_age_s],
-    )?;
-    Ok(by_count + by_age)
-}
 
 /// Writes one row per candidate of both lanes, in one transaction, then
 /// drops what `keep` no longer covers.
@@ -72,110 +21,33 @@ pub fn record(
     lanes: &[LaneLog<'_>],
     keep: Retention,
 ) -> Result<()> {
-    let tx = store.conn.transaction()?;
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO retrieval_log (at, query, lane, doc, score, scale, scorer, calibrated, admitted, decision, unjudged)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        )?;
-        let at = now();
-        for (lane, candidates, cosine_scorer, ce_scorer) in lanes {
-            for c in *candidates {
-                let (score, scorer, calibrated) = match (c.rerank, ce_scorer) {
-                    (Some(logit), Some(ce)) => (
-                        Scored::RerankLogit(logit),
-                        ce.to_string(),
-                        super::subject::floor_calibrated_for(&ce.model),
-                    ),
-                    _ => (Scored::Cosine(c.cosine), cosine_scorer.to_string(), false),
-                };
-                insert.execute(params![
-                    at,
-                    query,
-                    lane,
-                    c.doc,
-                    score.get() as f64,
-                    score.scale(),
-                    scorer,
-                    calibrated,
-                    c.decision == Decision::Admitted,
-                    c.decision.as_str(),
-                    c.unjudged
-                ])?;
-            }
+    let at = now();
+    let mut rows = Vec::new();
+    for (lane, candidates, cosine_scorer, ce_scorer) in lanes {
+        for c in *candidates {
+            let (score, scorer, calibrated) = match (c.rerank, ce_scorer) {
+                (Some(logit), Some(ce)) => (
+                    Scored::RerankLogit(logit),
+                    ce.to_string(),
+                    super::subject::floor_calibrated_for(&ce.model),
+                ),
+                _ => (Scored::Cosine(c.cosine), cosine_scorer.to_string(), false),
+            };
+            rows.push(LogEntry {
+                at,
+                query: query.to_string(),
+                lane: lane.to_string(),
+                doc: c.doc,
+                score,
+                scorer,
+                calibrated,
+                admitted: c.decision == Decision::Admitted,
+                decision: c.decision.as_str().to_string(),
+                unjudged: c.unjudged.clone(),
+            });
         }
     }
-    tx.commit()?;
-    prune(store, keep, now())?;
+    store.append_log(&rows)?;
+    store.prune_log(keep, now())?;
     Ok(())
-}
-
-/// The newest `limit` entries, newest first.
-pub fn read(store: &Store, limit: usize) -> Result<Vec<LogEntry>> {
-    let mut stmt = store.conn.prepare(
-        "SELECT at, query, lane, doc, score, scale, scorer, calibrated, admitted, decision, unjudged
-         FROM retrieval_log ORDER BY id DESC LIMIT ?1",
-    )?;
-    let rows = stmt.query_map([limit as i64], |r| {
-        let scale: String = r.get(5)?;
-        let score = Scored::from_parts(&scale, r.get(4)?).ok_or_else(|| {
-            rusqlite::Error::FromSqlConversionFailure(
-                5,
-                rusqlite::types::Type::Text,
-                format!("unknown scale {scale}").into(),
-            )
-        })?;
-        Ok(LogEntry {
-            at: r.get(0)?,
-            query: r.get(1)?,
-            lane: r.get(2)?,
-            doc: r.get(3)?,
-            score,
-            scorer: r.get(6)?,
-            calibrated: r.get(7)?,
-            admitted: r.get(8)?,
-            decision: r.get(9)?,
-            unjudged: r.get(10)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rows(store: &Store) -> Vec<(i64, i64)> {
-        let mut stmt = store
-            .conn
-            .prepare("SELECT id, at FROM retrieval_log ORDER BY id")
-            .unwrap();
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
-    }
-
-    #[test]
-    fn the_log_keeps_only_what_its_retention_covers() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("library.sqlite3")).unwrap();
-        for at in [100, 200, 300, 400, 500] {
-            store
-                .conn
-                .execute(
-                    "INSERT INTO retrieval_log (at, query, lane, doc, score, scale, scorer, calibrated, admitted, decision)
-                     VALUES (?1, 'q', 'topic', 1, 0.5, 'cosine', 's', 0, 1, 'admitted')",
-                    [at],
-                )
-                .unwrap();
-        }
-        let keep = Retention {
-            max_rows: 4,
-            max_age_s: 250,
-        };
-        assert_eq!(prune(&store, keep, 500).unwrap(), 2);
-        let ats: Vec<i64> = rows(&store).into_iter().map(|(_, at)| at).collect();
-        assert_eq!(ats, vec![300, 400, 500], "the oldest by count, then by age");
-    }
 }

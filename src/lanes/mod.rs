@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::language::Language;
 use crate::score::{Cosine, RerankLogit, ScorerId};
 use crate::store::Coverage;
+pub use crate::store::Location;
 pub use floors::CosineFloors;
 pub use outcome::{LaneOutcome, LaneState, LaneView};
 
@@ -60,15 +61,6 @@ pub const SUBJECT_CANDIDATES: usize = 6;
 /// The cross-encoder's time budget per query; past it the lane is
 /// unavailable (never silently cosine-ordered).
 pub const RERANK_BUDGET: Duration = Duration::from_secs(3);
-
-/// A document that holds a hit. Documents sharing one content are one hit
-/// with several locations.
-#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
-pub struct Location {
-    pub doc: i64,
-    pub title: String,
-    pub source: String,
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
 pub struct SubjectHit {
@@ -207,24 +199,6 @@ pub struct LaneQuery<'a> {
     pub language: Option<Language>,
     pub floors: &'a CosineFloors,
     pub top_k: usize,
-}
-
-/// Every document whose content is `content_id`, oldest first.
-pub(crate) fn locations(
-    store: &crate::store::Store,
-    content_id: i64,
-) -> crate::Result<Vec<Location>> {
-    let mut stmt = store.conn.prepare_cached(
-        "SELECT id, title, source FROM documents WHERE content_id = ?1 ORDER BY id",
-    )?;
-    let rows = stmt.query_map([content_id], |r| {
-        Ok(Location {
-            doc: r.get(0)?,
-            title: r.get(1)?,
-            source: r.get(2)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
 /// Why a lane produced no list at all.

@@ -21,13 +21,12 @@ use std::time::Instant;
 
 use super::{
     Candidate, CosineFloors, Decision, LaneQuery, LaneRun, SUBJECT_CANDIDATES, SubjectHit, Unready,
-    locations,
 };
 use crate::error::Result;
 use crate::language::Language;
 use crate::models::Reranker;
 use crate::score::{Cosine, Floor, RerankLogit, Scale, ScorerId, ScorerKind};
-use crate::store::{Store, vector_blob};
+use crate::store::Store;
 
 /// Cards under this cosine (all-MiniLM-L6-v2) are not candidates at all,
 /// not even weak ones.
@@ -238,48 +237,6 @@ struct Scan {
     weak: Vec<SubjectHit>,
 }
 
-/// A card near the query, as the store holds it.
-struct NearCard {
-    content: i64,
-    cosine: Cosine,
-    text: String,
-    what: String,
-    hash: String,
-    language: Option<Language>,
-}
-
-/// The cards nearest the query by cosine, nearest first, among those whose
-/// vectors `fingerprint` made.
-fn nearest_cards(store: &Store, query_vec: &[f32], fingerprint: &str) -> Result<Vec<NearCard>> {
-    let mut stmt = store.conn.prepare_cached(
-        "SELECT v.content_id, v.distance, c.text, c.what, t.hash, t.language
-         FROM card_vectors v JOIN cards c ON c.content_id = v.content_id JOIN contents t ON t.id = v.content_id
-         WHERE v.embedding MATCH ?1 AND k = ?2 AND v.fingerprint = ?3
-         ORDER BY v.distance",
-    )?;
-    let rows = stmt.query_map(
-        rusqlite::params![
-            vector_blob(query_vec),
-            SUBJECT_CANDIDATES as i64,
-            fingerprint
-        ],
-        |r| {
-            Ok(NearCard {
-                content: r.get(0)?,
-                cosine: Cosine::from_distance(r.get::<_, f32>(1)?),
-                text: r.get(2)?,
-                what: r.get(3)?,
-                hash: r.get(4)?,
-                language: r
-                    .get::<_, Option<String>>(5)?
-                    .as_deref()
-                    .and_then(Language::from_code),
-            })
-        },
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
 /// Finds the cards nearest the query by cosine and sorts them by the gate
 /// and the cosine floor.
 fn scan(
@@ -300,8 +257,8 @@ fn scan(
         unread: Vec::new(),
         weak: Vec::new(),
     };
-    for card in nearest_cards(store, query_vec, fingerprint)? {
-        let locs = locations(store, card.content)?;
+    for card in store.nearest_cards(query_vec, SUBJECT_CANDIDATES, fingerprint)? {
+        let locs = store.locations(card.content)?;
         let Some(first) = locs.first().cloned() else {
             continue;
         };

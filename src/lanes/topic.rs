@@ -9,16 +9,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{
-    Candidate, Decision, LaneQuery, LaneRun, Location, TOPIC_CANDIDATES, TopicHit, locations,
-};
+use super::{Candidate, Decision, LaneQuery, LaneRun, Location, TOPIC_CANDIDATES, TopicHit};
 use crate::error::Result;
 use crate::language::{Language, Unjudged, WordRule, lexical_rule};
 use crate::score::{Cosine, Floor, ScorerId, ScorerKind};
-use crate::store::Store;
 use crate::store::keywords::Vocabulary;
 use crate::store::signs::Search;
-use rusqlite::OptionalExtension;
+use crate::store::{Passage, Store};
 
 /// Passage cosine floor (all-MiniLM-L6-v2, query vs heading-prefixed chunk).
 /// On fixtures/labelled: the relevant document's best passage scored
@@ -317,59 +314,6 @@ fn veto(
     }
 }
 
-/// What the veto reads of a passage: its headings, text and page, and its
-/// document's card (key terms and `what:` line).
-struct Passage {
-    heading_path: Vec<String>,
-    text: String,
-    page: Option<u32>,
-    card: Vec<String>,
-    /// The passage is its document's only chunk.
-    only_chunk: bool,
-}
-
-/// Reads a passage and its document's card; none for a chunk deleted since
-/// the search.
-fn passage(store: &Store, chunk: i64, content: i64) -> Result<Option<Passage>> {
-    let mut stmt = store.conn.prepare_cached(
-        "SELECT c.heading_path, c.text, c.page, d.key_terms, d.what,
-                (SELECT COUNT(*) FROM chunks o WHERE o.content_id = c.content_id)
-         FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = ?1",
-    )?;
-    let Some((path_json, text, page, key_terms_json, what, chunks)) = stmt
-        .query_row([chunk], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<u32>>(2)?,
-                r.get::<_, Option<String>>(3)?,
-                r.get::<_, Option<String>>(4)?,
-                r.get::<_, i64>(5)?,
-            ))
-        })
-        .optional()?
-    else {
-        return Ok(None);
-    };
-    let heading_path: Vec<String> = serde_json::from_str(&path_json)
-        .map_err(|e| crate::Error::Corrupt(format!("chunk {chunk}: {e}")))?;
-    // What the card says of the document's subject: its key terms and its
-    // `what:` line (read by the veto where the passage has no headings).
-    let mut card: Vec<String> = match key_terms_json {
-        Some(j) => serde_json::from_str(&j)
-            .map_err(|e| crate::Error::Corrupt(format!("card of content {content}: {e}")))?,
-        None => Vec::new(),
-    };
-    card.extend(what);
-    Ok(Some(Passage {
-        heading_path,
-        text,
-        page,
-        card,
-        only_chunk: chunks == 1,
-    }))
-}
-
 /// A document's best passage under the heading veto and its embedder's
 /// topic floor: its candidate (with the decision) and its hit; none when no
 /// document holds its content or its chunk is gone. The veto judges only a
@@ -392,13 +336,17 @@ fn judge(
         heading_path,
         text,
         page,
-        card,
+        key_terms,
+        what,
         only_chunk,
-    }) = passage(store, chunk, content)?
+    }) = store.passage(chunk, content)?
     else {
         return Ok(None);
     };
-    let locs: Vec<Location> = locations(store, content)?;
+    // What the card says of the document's subject: its key terms and its
+    // `what:` line (read by the veto where the passage has no headings).
+    let card: Vec<String> = key_terms.into_iter().chain(what).collect();
+    let locs: Vec<Location> = store.locations(content)?;
     let Some(first) = locs.first().cloned() else {
         return Ok(None);
     };

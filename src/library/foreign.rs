@@ -268,7 +268,7 @@ impl Library {
         for (chunk, _) in nearest {
             let row = self.store.chunk_text(chunk)?;
             let Some((content, text)) = row else { continue };
-            if let Some(first) = crate::lanes::locations(&self.store, content)?.first() {
+            if let Some(first) = self.store.locations(content)?.first() {
                 passages.push((first.doc, text));
             }
         }

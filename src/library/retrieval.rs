@@ -176,7 +176,7 @@ impl Library {
 
     /// The newest entries of the retrieval log.
     pub fn log(&self, limit: usize) -> Result<Vec<lanes::log::LogEntry>> {
-        lanes::log::read(&self.store, limit)
+        self.store.read_log(limit)
     }
 }
 

@@ -250,7 +250,7 @@ impl Store {
 
     /// [`Store::content_by_hash`] on a given connection, or inside a write
     /// transaction (which derefs to one).
-    pub(crate) fn content_id_in(conn: &rusqlite::Connection, hash: &str) -> Result<Option<i64>> {
+    pub(super) fn content_id_in(conn: &rusqlite::Connection, hash: &str) -> Result<Option<i64>> {
         Ok(conn
             .query_row("SELECT id FROM contents WHERE hash = ?1", [hash], |r| {
                 r.get(0)
@@ -258,7 +258,7 @@ impl Store {
             .optional()?)
     }
 
-    pub(crate) fn insert_content(
+    pub(super) fn insert_content(
         tx: &Transaction<'_>,
         hash: &str,
         extracted: &Extracted,
@@ -273,7 +273,7 @@ impl Store {
     }
 
     /// Replaces every chunk of a content, with its vectors.
-    pub(crate) fn write_chunks(
+    pub(super) fn write_chunks(
         tx: &Transaction<'_>,
         content_id: i64,
         chunks: &[NewChunk],
@@ -325,7 +325,7 @@ impl Store {
     }
 
     /// Replaces the card of a content, with its vector.
-    pub(crate) fn write_card(
+    pub(super) fn write_card(
         tx: &Transaction<'_>,
         content_id: i64,
         card: &Card,
@@ -370,7 +370,7 @@ impl Store {
 
     /// Deletes a content and everything hanging off it, if no document points
     /// at it any more.
-    pub(crate) fn collect_garbage(tx: &Transaction<'_>, content_id: i64) -> Result<bool> {
+    pub(super) fn collect_garbage(tx: &Transaction<'_>, content_id: i64) -> Result<bool> {
         let used: bool = tx.query_row(
             "SELECT EXISTS (SELECT 1 FROM documents WHERE content_id = ?1)",
             [content_id],

@@ -21,7 +21,6 @@ pub struct NewDocument<'a> {
     pub bytes: u64,
     pub mtime_ns: Option<i64>,
     pub validators: &'a Validators,
-    pub state: DocumentState<'a>,
     /// The watch whose sync adds this source (`None`: added by hand). Only
     /// a new row takes it: a row already there keeps its owner, so a watch
     /// never adopts a hand-added document or another watch's.
@@ -247,7 +246,11 @@ impl Store {
 
     /// Inserts or updates the row for `doc.source`; says what it pointed at
     /// before. An update leaves the row's owner as it was.
-    pub(crate) fn upsert_document(tx: &Transaction<'_>, doc: &NewDocument<'_>) -> Result<Upserted> {
+    pub(super) fn upsert_document(
+        tx: &Transaction<'_>,
+        doc: &NewDocument<'_>,
+        state: &DocumentState<'_>,
+    ) -> Result<Upserted> {
         let previous: Option<Option<i64>> = tx
             .query_row(
                 "SELECT content_id FROM documents WHERE source = ?1",
@@ -255,7 +258,7 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()?;
-        let (state, content_id, code, reason) = match &doc.state {
+        let (state, content_id, code, reason) = match state {
             DocumentState::Indexed { content_id } => ("indexed", Some(*content_id), None, None),
             DocumentState::Broken(r) => ("broken", None, Some(r.code()), Some(r.to_string())),
         };

@@ -3,28 +3,35 @@
 //! `PRAGMA user_version` inside an IMMEDIATE transaction, and refuses a
 //! database newer than this build.
 
+mod candidates;
 mod chat;
 mod contents;
 mod documents;
+mod foreign;
 mod identity;
 pub mod keywords;
 mod languages;
+mod log;
 mod schema;
 pub mod signs;
 pub mod synthetic;
 mod watches;
+mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use rusqlite::Connection;
 
+pub use candidates::{Location, NearCard, Passage};
 pub use chat::StoredTurn;
 pub use contents::Coverage;
 pub use contents::{ChunkRow, NewChunk, StaleContent};
 pub use documents::{Density, DocumentRow, DocumentState, NewDocument, SourceStamp, Validators};
+pub use log::{LogEntry, Retention};
 pub use schema::SCHEMA_VERSION;
 pub use watches::{NewWatch, Watch, WatchKind};
+pub use write::{ContentToWrite, Holding, Reembedded, Written};
 
 use crate::error::{Error, Result};
 

@@ -149,10 +149,10 @@ pub fn grow(
                     bytes: 0,
                     mtime_ns: None,
                     validators: &Validators::default(),
-                    state: DocumentState::Indexed {
-                        content_id: content,
-                    },
                     watch: None,
+                },
+                &DocumentState::Indexed {
+                    content_id: content,
                 },
             )?;
         }

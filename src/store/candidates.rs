@@ -1,0 +1,133 @@
+//! What the lanes read besides the chunk search ([`super::signs`]) and the
+//! keyword index ([`super::keywords`]): the cards nearest a query, a passage
+//! with its document's card, and the documents that hold a content. The
+//! lanes decide; this file only fetches, so no lane names a backend.
+
+use rusqlite::OptionalExtension;
+use serde::{Deserialize, Serialize};
+
+use super::{Store, vector_blob};
+use crate::error::{Error, Result};
+use crate::language::Language;
+use crate::score::Cosine;
+
+/// A document that holds a hit. Documents sharing one content are one hit
+/// with several locations.
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
+pub struct Location {
+    pub doc: i64,
+    pub title: String,
+    pub source: String,
+}
+
+/// A card near the query, with what the subject lane reads of it.
+pub struct NearCard {
+    pub content: i64,
+    pub cosine: Cosine,
+    pub text: String,
+    pub what: String,
+    pub hash: String,
+    pub language: Option<Language>,
+}
+
+/// What the heading veto reads of a passage: its headings, text and page,
+/// and what its document's card says (key terms and `what:` line).
+pub struct Passage {
+    pub heading_path: Vec<String>,
+    pub text: String,
+    pub page: Option<u32>,
+    pub key_terms: Vec<String>,
+    pub what: Option<String>,
+    /// The passage is its document's only chunk.
+    pub only_chunk: bool,
+}
+
+impl Store {
+    /// Every document whose content is `content_id`, oldest first.
+    pub fn locations(&self, content_id: i64) -> Result<Vec<Location>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, title, source FROM documents WHERE content_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([content_id], |r| {
+            Ok(Location {
+                doc: r.get(0)?,
+                title: r.get(1)?,
+                source: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The `k` cards nearest the query by cosine, nearest first, among those
+    /// whose vectors `fingerprint` made.
+    pub fn nearest_cards(
+        &self,
+        query_vec: &[f32],
+        k: usize,
+        fingerprint: &str,
+    ) -> Result<Vec<NearCard>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT v.content_id, v.distance, c.text, c.what, t.hash, t.language
+             FROM card_vectors v JOIN cards c ON c.content_id = v.content_id JOIN contents t ON t.id = v.content_id
+             WHERE v.embedding MATCH ?1 AND k = ?2 AND v.fingerprint = ?3
+             ORDER BY v.distance",
+        )?;
+        let rows = stmt.query_map(
+            rusqlite::params![vector_blob(query_vec), k as i64, fingerprint],
+            |r| {
+                Ok(NearCard {
+                    content: r.get(0)?,
+                    cosine: Cosine::from_distance(r.get::<_, f32>(1)?),
+                    text: r.get(2)?,
+                    what: r.get(3)?,
+                    hash: r.get(4)?,
+                    language: r
+                        .get::<_, Option<String>>(5)?
+                        .as_deref()
+                        .and_then(Language::from_code),
+                })
+            },
+        )?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A passage and what its document's card says; none for a chunk
+    /// deleted since the search.
+    pub fn passage(&self, chunk: i64, content: i64) -> Result<Option<Passage>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT c.heading_path, c.text, c.page, d.key_terms, d.what,
+                    (SELECT COUNT(*) FROM chunks o WHERE o.content_id = c.content_id)
+             FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = ?1",
+        )?;
+        let Some((path_json, text, page, key_terms_json, what, chunks)) = stmt
+            .query_row([chunk], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<u32>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, i64>(5)?,
+                ))
+            })
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        let heading_path: Vec<String> = serde_json::from_str(&path_json)
+            .map_err(|e| Error::Corrupt(format!("chunk {chunk}: {e}")))?;
+        let key_terms: Vec<String> = match key_terms_json {
+            Some(j) => serde_json::from_str(&j)
+                .map_err(|e| Error::Corrupt(format!("card of content {content}: {e}")))?,
+            None => Vec::new(),
+        };
+        Ok(Some(Passage {
+            heading_path,
+            text,
+            page,
+            key_terms,
+            what,
+            only_chunk: chunks == 1,
+        }))
+    }
+}
