@@ -61,6 +61,23 @@ pub enum Error {
         supported: i64,
     },
 
+    #[error("the PostgreSQL library at {server} failed: {err}")]
+    Postgres {
+        server: String,
+        #[source]
+        err: postgres::Error,
+    },
+
+    #[error(
+        "the PostgreSQL library at {server} has schema version {found}, newer than this build of Carrel understands ({supported}); \
+         upgrade Carrel on this machine"
+    )]
+    PgSchemaTooNew {
+        server: String,
+        found: i64,
+        supported: i64,
+    },
+
     #[error("sqlite-vec did not load into SQLite: {0}")]
     VectorExtension(String),
 

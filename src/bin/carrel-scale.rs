@@ -261,6 +261,7 @@ fn print_row(figures: &Figures) {
         match figures.search {
             Search::Exact => "exact",
             Search::Signs { .. } => "sign bits",
+            Search::Hnsw { .. } => "HNSW",
         },
         figures.fetch_p50_ms,
         figures.exact_p50_ms,

@@ -20,7 +20,7 @@ pub fn match_expression(text: &str) -> Option<String> {
 }
 
 /// Each content word of a text, quoted for FTS5, in order.
-fn match_terms(text: &str) -> Vec<String> {
+pub(crate) fn match_terms(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|t| t.chars().count() > 1)
         .map(str::to_lowercase)

@@ -22,54 +22,76 @@ pub(crate) fn code_of(text: &str) -> &'static str {
     language::detect(text).map_or(UNDETERMINED, Language::code)
 }
 
+/// A content's language and its passages', settled from each passage's own
+/// code and length (in characters): the document's is the one most of its
+/// text is in, if that is at least [`DOCUMENT_SHARE`] of all of it
+/// (passages that do not tell count in the whole: a table of character
+/// names, two rows of it read as Welsh, is no Welsh document); else it does
+/// not tell. A passage keeps a language of its own only where that language
+/// holds at least [`SECTION_SHARE`] of the document's text (a document that
+/// mixes languages, section by section); a stray one (a C prototype read as
+/// French) and one whose text does not tell take the document's. One rule
+/// for every store.
+pub(crate) fn settle<'a>(passages: &[(&'a str, usize)]) -> (&'a str, Vec<&'a str>) {
+    let mut shares: Vec<(&str, usize)> = Vec::new();
+    for &(code, len) in passages {
+        match shares.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, n)) => *n += len,
+            None => shares.push((code, len)),
+        }
+    }
+    shares.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let total = shares.iter().map(|(_, n)| *n).sum::<usize>() as f64;
+    let told: Vec<(&str, f64)> = shares
+        .iter()
+        .filter(|(l, _)| *l != UNDETERMINED)
+        .map(|(l, n)| (*l, *n as f64 / total))
+        .collect();
+    let document = told
+        .first()
+        .filter(|(_, share)| *share >= DOCUMENT_SHARE)
+        .map_or(UNDETERMINED, |(l, _)| *l);
+    let sections: Vec<&str> = told
+        .iter()
+        .filter(|(_, share)| *share >= SECTION_SHARE)
+        .map(|(l, _)| *l)
+        .collect();
+    let codes = passages
+        .iter()
+        .map(|&(code, _)| {
+            if code == document || sections.contains(&code) {
+                code
+            } else {
+                document
+            }
+        })
+        .collect();
+    (document, codes)
+}
+
 impl Store {
-    /// Settles a content's language and its passages'. The document's is
-    /// the one most of its text is in, if that is at least
-    /// [`DOCUMENT_SHARE`] of all of it (passages that do not tell count in
-    /// the whole: a table of character names, two rows of it read as Welsh,
-    /// is no Welsh document); else it does not tell. A passage keeps a
-    /// language of its own only where that language holds at least
-    /// [`SECTION_SHARE`] of the document's text (a document that mixes
-    /// languages, section by section); a stray one (a C prototype read as
-    /// French) and one whose text does not tell take the document's.
+    /// Settles a content's language and its passages' ([`settle`]).
     pub(crate) fn settle_content_language(tx: &Transaction<'_>, content_id: i64) -> Result<()> {
-        let shares: Vec<(String, i64)> = tx
+        let rows: Vec<(i64, String, i64)> = tx
             .prepare_cached(
-                "SELECT language, SUM(length(text)) FROM chunks
-                 WHERE content_id = ?1 AND language IS NOT NULL
-                 GROUP BY language ORDER BY 2 DESC, language",
+                "SELECT id, language, length(text) FROM chunks
+                 WHERE content_id = ?1 AND language IS NOT NULL",
             )?
-            .query_map([content_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .query_map([content_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<rusqlite::Result<_>>()?;
-        let total = shares.iter().map(|(_, n)| *n).sum::<i64>() as f64;
-        let told: Vec<(&str, f64)> = shares
+        let passages: Vec<(&str, usize)> = rows
             .iter()
-            .filter(|(l, _)| l != UNDETERMINED)
-            .map(|(l, n)| (l.as_str(), *n as f64 / total))
+            .map(|(_, code, len)| (code.as_str(), *len as usize))
             .collect();
-        let document = told
-            .first()
-            .filter(|(_, share)| *share >= DOCUMENT_SHARE)
-            .map_or(UNDETERMINED, |(l, _)| l);
+        let (document, codes) = settle(&passages);
         tx.execute(
             "UPDATE contents SET language = ?2 WHERE id = ?1",
             params![content_id, document],
         )?;
-        let sections: Vec<&str> = told
-            .iter()
-            .filter(|(_, share)| *share >= SECTION_SHARE)
-            .map(|(l, _)| *l)
-            .collect();
-        let rows: Vec<(i64, String)> = tx
-            .prepare_cached(
-                "SELECT id, language FROM chunks WHERE content_id = ?1 AND language IS NOT NULL",
-            )?
-            .query_map([content_id], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
         let mut set = tx.prepare_cached("UPDATE chunks SET language = ?2 WHERE id = ?1")?;
-        for (id, language) in rows {
-            if language != document && !sections.contains(&language.as_str()) {
-                set.execute(params![id, document])?;
+        for ((id, was, _), now) in rows.iter().zip(&codes) {
+            if was != now {
+                set.execute(params![id, now])?;
             }
         }
         Ok(())

@@ -59,6 +59,9 @@ pub enum Search {
     /// The sign bits of `of` chunk vectors compared in memory, then the
     /// `rescored` nearest of them scored by exact cosine.
     Signs { rescored: usize, of: usize },
+    /// PostgreSQL's HNSW index (pgvector), walked with `ef_search`
+    /// candidates; each chunk's cosine is pgvector's exact one.
+    Hnsw { ef_search: usize },
 }
 
 impl Search {
@@ -70,6 +73,11 @@ impl Search {
             Search::Signs { rescored, of } => format!(
                 "sign bits of {of} chunk vectors compared, the nearest {rescored} scored by exact cosine"
             ),
+            Search::Hnsw { ef_search } => {
+                format!(
+                    "HNSW index (pgvector), {ef_search} candidates walked, each scored by exact cosine"
+                )
+            }
         }
     }
 }

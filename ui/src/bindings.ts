@@ -1031,7 +1031,12 @@ export type Search =
  *  The sign bits of `of` chunk vectors compared in memory, then the
  *  `rescored` nearest of them scored by exact cosine.
  */
-{ kind: "signs"; rescored: number; of: number };
+{ kind: "signs"; rescored: number; of: number } | 
+/**
+ *  PostgreSQL's HNSW index (pgvector), walked with `ef_search`
+ *  candidates; each chunk's cosine is pgvector's exact one.
+ */
+{ kind: "hnsw"; ef_search: number };
 
 /**  One run of text under one heading path. */
 export type Section = {

@@ -1,0 +1,256 @@
+//! What the lanes read from a PostgreSQL library, the same reads as on
+//! SQLite (`store/candidates.rs`, `signs.rs`, `keywords.rs`) with the same
+//! types: the nearest chunks by pgvector's HNSW index, a passage's words by
+//! its `tsvector`, the nearest cards, a passage with its card, and a
+//! content's documents. Distances are pgvector's cosine distance, the
+//! number sqlite-vec gives: `Cosine::from_distance` reads both.
+
+use pgvector::Vector;
+
+use super::PgStore;
+use crate::error::{Error, Result};
+use crate::language::Language;
+use crate::score::Cosine;
+use crate::store::keywords::match_terms;
+use crate::store::signs::Search;
+use crate::store::{Location, NearCard, Passage};
+
+/// The HNSW search's candidate list per query (pgvector's `ef_search`,
+/// default 40), set per query.
+pub const HNSW_EF_SEARCH: usize = 100;
+
+impl PgStore {
+    /// The `k` chunks (made by `fingerprint`) nearest `query`, nearest
+    /// first, as (chunk id, cosine distance), through the HNSW index.
+    pub fn nearest_chunks(
+        &self,
+        query: &[f32],
+        k: usize,
+        fingerprint: &str,
+    ) -> Result<(Vec<(i64, f32)>, Search)> {
+        let ef = HNSW_EF_SEARCH.max(k);
+        let found = self.ordered_by_vector(
+            &format!("SET LOCAL hnsw.ef_search = {ef}"),
+            "SELECT id, (embedding <=> $1)::real FROM chunks WHERE fingerprint = $2
+             ORDER BY embedding <=> $1 LIMIT $3",
+            query,
+            k,
+            fingerprint,
+        )?;
+        Ok((found, Search::Hnsw { ef_search: ef }))
+    }
+
+    /// Every chunk vector of `fingerprint` compared (the index off): what
+    /// the HNSW search's recall is measured against.
+    pub fn nearest_chunks_exact(
+        &self,
+        query: &[f32],
+        k: usize,
+        fingerprint: &str,
+    ) -> Result<Vec<(i64, f32)>> {
+        self.ordered_by_vector(
+            "SET LOCAL enable_indexscan = off",
+            "SELECT id, (embedding <=> $1)::real FROM chunks WHERE fingerprint = $2
+             ORDER BY embedding <=> $1, id LIMIT $3",
+            query,
+            k,
+            fingerprint,
+        )
+    }
+
+    fn ordered_by_vector(
+        &self,
+        setting: &str,
+        sql: &str,
+        query: &[f32],
+        k: usize,
+        fingerprint: &str,
+    ) -> Result<Vec<(i64, f32)>> {
+        let mut client = self.client();
+        let run = |client: &mut postgres::Client| -> std::result::Result<_, postgres::Error> {
+            let mut tx = client.transaction()?;
+            tx.batch_execute(setting)?;
+            let rows = tx.query(
+                sql,
+                &[&Vector::from(query.to_vec()), &fingerprint, &(k as i64)],
+            )?;
+            tx.commit()?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        };
+        run(&mut client).map_err(|e| self.failed(e))
+    }
+
+    /// The `k` passages whose words best match `text` (the same content
+    /// words the SQLite store's keyword search reads, any of them), best
+    /// first by `ts_rank_cd`.
+    pub fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>> {
+        let words: Vec<String> = match_terms(text)
+            .iter()
+            .map(|t| t.trim_matches('"').to_string())
+            .collect();
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self
+            .client()
+            .query(
+                "WITH q AS (SELECT to_tsquery('english', string_agg(quote_literal(w), ' | ')) AS q
+                            FROM unnest($1::text[]) AS w)
+                 SELECT id FROM chunks, q WHERE words @@ q.q
+                 ORDER BY ts_rank_cd(words, q.q) DESC, id LIMIT $2",
+                &[&words, &(k as i64)],
+            )
+            .map_err(|e| self.failed(e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// The content a chunk belongs to; none for a chunk deleted since.
+    pub fn chunk_content(&self, chunk: i64) -> Result<Option<i64>> {
+        let row = self
+            .client()
+            .query_opt("SELECT content_id FROM chunks WHERE id = $1", &[&chunk])
+            .map_err(|e| self.failed(e))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Each chunk's cosine distance to `query` under `fingerprint`; a chunk
+    /// with no vector of that fingerprint is left out.
+    pub fn chunk_distances(
+        &self,
+        chunks: &[i64],
+        query: &[f32],
+        fingerprint: &str,
+    ) -> Result<Vec<(i64, f32)>> {
+        let rows = self
+            .client()
+            .query(
+                "SELECT id, (embedding <=> $1)::real FROM chunks
+                 WHERE id = ANY($2) AND fingerprint = $3 ORDER BY array_position($2, id)",
+                &[&Vector::from(query.to_vec()), &chunks, &fingerprint],
+            )
+            .map_err(|e| self.failed(e))?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    /// A passage's language, none when its text does not tell.
+    pub fn chunk_language(&self, chunk: i64) -> Result<Option<Language>> {
+        let row = self
+            .client()
+            .query_opt("SELECT language FROM chunks WHERE id = $1", &[&chunk])
+            .map_err(|e| self.failed(e))?;
+        Ok(row
+            .and_then(|r| r.get::<_, Option<String>>(0))
+            .as_deref()
+            .and_then(Language::from_code))
+    }
+
+    /// Every document whose content is `content_id`, oldest first.
+    pub fn locations(&self, content_id: i64) -> Result<Vec<Location>> {
+        let rows = self
+            .client()
+            .query(
+                "SELECT id, title, source FROM documents WHERE content_id = $1 ORDER BY id",
+                &[&content_id],
+            )
+            .map_err(|e| self.failed(e))?;
+        Ok(rows
+            .iter()
+            .map(|r| Location {
+                doc: r.get(0),
+                title: r.get(1),
+                source: r.get(2),
+            })
+            .collect())
+    }
+
+    /// The `k` cards nearest the query by cosine, nearest first, among those
+    /// whose vectors `fingerprint` made, through the HNSW index.
+    pub fn nearest_cards(
+        &self,
+        query_vec: &[f32],
+        k: usize,
+        fingerprint: &str,
+    ) -> Result<Vec<NearCard>> {
+        let mut client = self.client();
+        let run = |client: &mut postgres::Client| -> std::result::Result<_, postgres::Error> {
+            let mut tx = client.transaction()?;
+            tx.batch_execute(&format!(
+                "SET LOCAL hnsw.ef_search = {}",
+                HNSW_EF_SEARCH.max(k)
+            ))?;
+            let rows = tx.query(
+                "SELECT c.content_id, (c.embedding <=> $1)::real, c.text, c.what, t.hash, t.language
+                 FROM cards c JOIN contents t ON t.id = c.content_id
+                 WHERE c.fingerprint = $2 ORDER BY c.embedding <=> $1 LIMIT $3",
+                &[&Vector::from(query_vec.to_vec()), &fingerprint, &(k as i64)],
+            )?;
+            tx.commit()?;
+            Ok(rows)
+        };
+        let rows = run(&mut client).map_err(|e| self.failed(e))?;
+        Ok(rows
+            .iter()
+            .map(|r| NearCard {
+                content: r.get(0),
+                cosine: Cosine::from_distance(r.get::<_, f32>(1)),
+                text: r.get(2),
+                what: r.get(3),
+                hash: r.get(4),
+                language: r
+                    .get::<_, Option<String>>(5)
+                    .as_deref()
+                    .and_then(Language::from_code),
+            })
+            .collect())
+    }
+
+    /// A passage and what its document's card says; none for a chunk
+    /// deleted since the search.
+    pub fn passage(&self, chunk: i64, content: i64) -> Result<Option<Passage>> {
+        let row = self
+            .client()
+            .query_opt(
+                "SELECT c.heading_path, c.text, c.page, d.key_terms, d.what,
+                        (SELECT count(*) FROM chunks o WHERE o.content_id = c.content_id)
+                 FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = $1",
+                &[&chunk],
+            )
+            .map_err(|e| self.failed(e))?;
+        let Some(r) = row else {
+            return Ok(None);
+        };
+        let heading_path: Vec<String> = serde_json::from_str(r.get(0))
+            .map_err(|e| Error::Corrupt(format!("chunk {chunk}: {e}")))?;
+        let key_terms: Vec<String> = match r.get::<_, Option<&str>>(3) {
+            Some(j) => serde_json::from_str(j)
+                .map_err(|e| Error::Corrupt(format!("card of content {content}: {e}")))?,
+            None => Vec::new(),
+        };
+        Ok(Some(Passage {
+            heading_path,
+            text: r.get(1),
+            page: r.get::<_, Option<i32>>(2).map(|p| p as u32),
+            key_terms,
+            what: r.get(4),
+            only_chunk: r.get::<_, i64>(5) == 1,
+        }))
+    }
+
+    /// Row counts: (documents, contents, chunks, cards), and the rows that
+    /// point at nothing (none in a healthy library, crashed or not).
+    pub fn counts(&self) -> Result<([i64; 4], i64)> {
+        let row = self
+            .client()
+            .query_one(
+                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM contents),
+                        (SELECT count(*) FROM chunks), (SELECT count(*) FROM cards),
+                        (SELECT count(*) FROM contents t WHERE NOT EXISTS
+                            (SELECT 1 FROM documents d WHERE d.content_id = t.id))
+                      + (SELECT count(*) FROM contents t WHERE NOT EXISTS
+                            (SELECT 1 FROM cards c WHERE c.content_id = t.id))",
+                &[],
+            )
+            .map_err(|e| self.failed(e))?;
+        Ok(([row.get(0), row.get(1), row.get(2), row.get(3)], row.get(4)))
+    }
+}

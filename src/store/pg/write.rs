@@ -1,0 +1,256 @@
+//! Writing into a PostgreSQL library, the same two writes as on SQLite and
+//! with the same outcomes, made safe for many writers at once: a body is
+//! stored once however many writers race for it (its hash is unique, and
+//! the loser points at the winner's row: "unchanged", never an error), a
+//! content is locked while a row is pointed at it, so garbage collection
+//! never deletes what another writer is pointing at, and writers of one
+//! source take turns.
+
+use pgvector::Vector;
+use postgres::Transaction;
+
+use super::PgStore;
+use crate::error::{Error, Result};
+use crate::models::Fingerprints;
+use crate::store::languages::{code_of, settle};
+use crate::store::{ContentToWrite, Holding, NewDocument, Written, now};
+
+impl PgStore {
+    /// One document, one transaction: its new content (if any), its row,
+    /// and the garbage collection of the content it no longer points at.
+    /// The fault points keep ingest's names, which the crash tests set.
+    pub fn write_document(
+        &self,
+        doc: &NewDocument<'_>,
+        holding: Holding<'_>,
+        fp: &Fingerprints,
+    ) -> Result<Written> {
+        let mut client = self.client();
+        let mut tx = client.transaction().map_err(|e| self.failed(e))?;
+        let written = self
+            .write_in(&mut tx, doc, holding, fp)
+            .map_err(|e| self.failed_or(e))?;
+        fail::fail_point!("ingest::before_commit", |_| crate::fault::die());
+        tx.commit().map_err(|e| self.failed(e))?;
+        fail::fail_point!("ingest::after_commit", |_| crate::fault::die());
+        Ok(written)
+    }
+
+    fn write_in(
+        &self,
+        tx: &mut Transaction<'_>,
+        doc: &NewDocument<'_>,
+        holding: Holding<'_>,
+        fp: &Fingerprints,
+    ) -> std::result::Result<Written, Failed> {
+        // Writers of one source take turns, so what this one reads of the
+        // row is what it writes over.
+        tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&doc.source])?;
+        let (content_id, code, reason) = match holding {
+            Holding::Stored { content_id } => {
+                let held = tx.query_opt(
+                    "SELECT id FROM contents WHERE id = $1 FOR KEY SHARE",
+                    &[&content_id],
+                )?;
+                if held.is_none() {
+                    return Err(Failed::Carrel(Error::Corrupt(format!(
+                        "content {content_id} vanished mid-batch"
+                    ))));
+                }
+                (Some(content_id), None, None)
+            }
+            Holding::New(body) => (Some(self.store_content(tx, &body, fp)?), None, None),
+            Holding::Broken(r) => (None, Some(r.code()), Some(r.to_string())),
+        };
+        let before: Option<i64> = tx
+            .query_opt(
+                "SELECT content_id FROM documents WHERE source = $1",
+                &[&doc.source],
+            )?
+            .and_then(|r| r.get(0));
+        let state = if content_id.is_some() {
+            "indexed"
+        } else {
+            "broken"
+        };
+        let t = now();
+        let id: i64 = tx
+            .query_one(
+                "INSERT INTO documents (source, kind, title, bytes, mtime_ns, content_id, state, broken_code,
+                    broken_reason, added_at, synced_at, etag, last_modified, watch_id, written_by)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $14)
+                 ON CONFLICT (source) DO UPDATE SET kind = excluded.kind, title = excluded.title,
+                    bytes = excluded.bytes, mtime_ns = excluded.mtime_ns, content_id = excluded.content_id,
+                    state = excluded.state, broken_code = excluded.broken_code,
+                    broken_reason = excluded.broken_reason, synced_at = excluded.synced_at,
+                    etag = excluded.etag, last_modified = excluded.last_modified
+                 RETURNING id",
+                &[
+                    &doc.source,
+                    &doc.kind,
+                    &doc.title,
+                    &(doc.bytes as i64),
+                    &doc.mtime_ns,
+                    &content_id,
+                    &state,
+                    &code,
+                    &reason,
+                    &t,
+                    &doc.validators.etag,
+                    &doc.validators.last_modified,
+                    &doc.watch,
+                    &self.writer,
+                ],
+            )?
+            .get(0);
+        if let Some(old) = before.filter(|old| Some(*old) != content_id) {
+            collect_garbage(tx, old)?;
+        }
+        Ok(Written {
+            id,
+            unchanged: content_id.is_some() && before == content_id,
+        })
+    }
+
+    /// Stores a new body with its chunks, card and their vectors, or finds
+    /// the one another writer stored first; its id, locked against garbage
+    /// collection until this transaction ends.
+    fn store_content(
+        &self,
+        tx: &mut Transaction<'_>,
+        c: &ContentToWrite<'_>,
+        fp: &Fingerprints,
+    ) -> std::result::Result<i64, Failed> {
+        if c.chunks.len() != c.chunk_vectors.len() {
+            return Err(Failed::Carrel(Error::Embedding(format!(
+                "{} vectors came back for {} chunks",
+                c.chunk_vectors.len(),
+                c.chunks.len()
+            ))));
+        }
+        let card_vector = c.card_vector.ok_or_else(|| {
+            Failed::Carrel(Error::Embedding("no vector came back for the card".into()))
+        })?;
+        let extracted = serde_json::to_string(c.extracted)
+            .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
+        let own: Vec<(&str, usize)> = c
+            .chunks
+            .iter()
+            .map(|k| (code_of(&k.text), k.text.chars().count()))
+            .collect();
+        let (language, codes) = settle(&own);
+        // The hash is unique: of two writers of one body, the second waits
+        // for the first's commit and then inserts nothing.
+        let inserted = tx.query_opt(
+            "INSERT INTO contents (hash, extracted, chars, truncated_at_chunk, reader, language, written_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING RETURNING id",
+            &[
+                &c.hash,
+                &extracted,
+                &(c.extracted.char_count() as i64),
+                &c.truncated_at_chunk.map(|t| t as i64),
+                &c.extracted.reader.as_str(),
+                &language,
+                &self.writer,
+            ],
+        )?;
+        let Some(row) = inserted else {
+            let found = tx.query_opt(
+                "SELECT id FROM contents WHERE hash = $1 FOR KEY SHARE",
+                &[&c.hash],
+            )?;
+            return found.map(|r| r.get(0)).ok_or_else(|| {
+                Failed::Carrel(Error::Corrupt(format!(
+                    "content {} was stored and removed by another writer mid-write; add it again",
+                    c.hash
+                )))
+            });
+        };
+        let content_id: i64 = row.get(0);
+        let insert = tx.prepare(
+            "INSERT INTO chunks (content_id, seq, heading_path, section, start_at, end_at, page, text,
+                language, embedding, fingerprint)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )?;
+        for (seq, ((k, v), code)) in c.chunks.iter().zip(c.chunk_vectors).zip(&codes).enumerate() {
+            let path = serde_json::to_string(&k.heading_path)
+                .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
+            tx.execute(
+                &insert,
+                &[
+                    &content_id,
+                    &(seq as i32),
+                    &path,
+                    &(k.section as i32),
+                    &(k.start as i32),
+                    &(k.end as i32),
+                    &k.page.map(|p| p as i32),
+                    &k.text,
+                    code,
+                    &Vector::from(v.clone()),
+                    &fp.chunk,
+                ],
+            )?;
+        }
+        let json = |v: &Vec<String>| {
+            serde_json::to_string(v).map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))
+        };
+        tx.execute(
+            "INSERT INTO cards (content_id, title, what, outline, key_terms, text, embedding, fingerprint)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                &content_id,
+                &c.card.title,
+                &c.card.what,
+                &json(&c.card.outline)?,
+                &json(&c.card.key_terms)?,
+                &c.card.text(),
+                &Vector::from(card_vector.to_vec()),
+                &fp.card,
+            ],
+        )?;
+        Ok(content_id)
+    }
+
+    /// The server's failure as the library's error, or Carrel's own.
+    fn failed_or(&self, e: Failed) -> Error {
+        match e {
+            Failed::Server(err) => self.failed(err),
+            Failed::Carrel(err) => err,
+        }
+    }
+}
+
+/// Deletes a content (its chunks and card go with it) if no document points
+/// at it any more. The row is locked first: a writer pointing a document at
+/// it holds a key-share lock until it commits, so this waits, then sees
+/// that document.
+fn collect_garbage(tx: &mut Transaction<'_>, content_id: i64) -> std::result::Result<bool, Failed> {
+    tx.execute(
+        "SELECT id FROM contents WHERE id = $1 FOR UPDATE",
+        &[&content_id],
+    )?;
+    let used: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM documents WHERE content_id = $1)",
+            &[&content_id],
+        )?
+        .get(0);
+    if used {
+        return Ok(false);
+    }
+    tx.execute("DELETE FROM contents WHERE id = $1", &[&content_id])?;
+    Ok(true)
+}
+
+/// A write that failed: on the server, or in Carrel's own checks.
+pub(super) enum Failed {
+    Server(postgres::Error),
+    Carrel(Error),
+}
+
+impl From<postgres::Error> for Failed {
+    fn from(e: postgres::Error) -> Self {
+        Failed::Server(e)
+    }
+}

@@ -1,0 +1,123 @@
+//! A real PostgreSQL server with pgvector for the tests: PyPI `pgserver`
+//! (pinned; `make test` installs it and names its folder in CARREL_PGVECTOR,
+//! tools/setup-pgvector.sh), started on a loopback port from a temporary
+//! folder, as `nobody` when the tests run as root. Included by the tests
+//! that need it (`#[path]`), so the others do not build it.
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A PostgreSQL server on a loopback port, from a temporary folder;
+/// stopped when dropped.
+pub struct Postgres {
+    child: Child,
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // SIGQUIT: PostgreSQL's immediate shutdown, which ends its backends
+        // too (a SIGKILL would leave them running).
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGQUIT) };
+        let _ = self.child.wait();
+    }
+}
+
+/// The user PostgreSQL runs as when the tests run as root (it refuses root).
+fn unprivileged() -> Option<(u32, u32)> {
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    let pw = unsafe { libc::getpwnam(c"nobody".as_ptr()) };
+    assert!(!pw.is_null(), "no user nobody to run PostgreSQL as");
+    Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
+}
+
+/// `program`, run as the server's user.
+fn server_command(program: PathBuf, user: Option<(u32, u32)>) -> Command {
+    let mut cmd = Command::new(program);
+    if let Some((uid, gid)) = user {
+        cmd.uid(uid).gid(gid);
+    }
+    cmd
+}
+
+pub fn start_postgres() -> Postgres {
+    let site = PathBuf::from(std::env::var("CARREL_PGVECTOR").expect(
+        "CARREL_PGVECTOR must name the folder holding PyPI pgserver: `make test` sets it (tools/setup-pgvector.sh)",
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let user = unprivileged();
+    // As root, the server's files are copied where its user can read them.
+    let install = if let Some((uid, gid)) = user {
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(site.join("pgserver"))
+            .arg(site.join("pgserver.libs"))
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "copy pgserver");
+        std::fs::create_dir(dir.path().join("sock")).unwrap();
+        let status = Command::new("chown")
+            .arg("-R")
+            .arg(format!("{uid}:{gid}"))
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "chown the server's folder");
+        dir.path().to_path_buf()
+    } else {
+        std::fs::create_dir(dir.path().join("sock")).unwrap();
+        site
+    };
+    let bin = install.join("pgserver/pginstall/bin");
+    let data = dir.path().join("data");
+    let out = server_command(bin.join("initdb"), user)
+        .args([
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "-D",
+        ])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "initdb: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = crate::common::free_port();
+    let child = server_command(bin.join("postgres"), user)
+        .arg("-D")
+        .arg(&data)
+        .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+        .args(["-c", "fsync=off", "-k"])
+        .arg(dir.path().join("sock"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pg = Postgres {
+        child,
+        url: format!("postgresql://postgres@127.0.0.1:{port}/postgres"),
+        _dir: dir,
+    };
+    // Wait until it takes a connection: the event, not a time.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while postgres::Client::connect(&pg.url, postgres::NoTls).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "postgres never took a connection"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    pg
+}

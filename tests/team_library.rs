@@ -1,0 +1,422 @@
+//! The PostgreSQL store against the SQLite one, on a real PostgreSQL server
+//! with pgvector (tests/common/postgres.rs): what ingest writes and what the
+//! lanes read, one suite over both stores; many writers racing for one body;
+//! who wrote each row; a database newer than this build refused.
+
+mod common;
+#[path = "common/postgres.rs"]
+mod pg_server;
+
+use carrel::card::Card;
+use carrel::extract::{Extracted, Section};
+use carrel::models::Fingerprints;
+use carrel::store::pg::PgStore;
+use carrel::store::{ContentToWrite, Holding, NewChunk, NewDocument, Store, Validators, Written};
+
+const FP: &str = "fp-chunks";
+
+fn fingerprints() -> Fingerprints {
+    Fingerprints {
+        model: "test-model".into(),
+        chunk: FP.into(),
+        card: "fp-cards".into(),
+    }
+}
+
+/// A pseudo-random unit vector of 384 dimensions, the same for a seed.
+fn unit(seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let v: Vec<f32> = (0..384)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        })
+        .collect();
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.into_iter().map(|x| x / n).collect()
+}
+
+/// A document as ingest would hand it to a store: a body of two passages,
+/// their vectors and a card.
+struct Body {
+    hash: String,
+    extracted: Extracted,
+    chunks: Vec<NewChunk>,
+    vectors: Vec<Vec<f32>>,
+    card: Card,
+    card_vector: Vec<f32>,
+}
+
+const TOPICS: &[(&str, &str, &str)] = &[
+    (
+        "Boilers",
+        "Pressure vessels",
+        "A boiler heats water under pressure; its safety valve opens before the shell fails.",
+    ),
+    (
+        "Bees",
+        "Winter cluster",
+        "Honey bees survive the winter in a tight cluster, shivering their flight muscles for heat.",
+    ),
+    (
+        "Rivers",
+        "Meanders",
+        "A river meanders where its bank erodes on the outside of each bend and silt settles inside.",
+    ),
+    (
+        "Bread",
+        "Sourdough starter",
+        "A sourdough starter is flour and water kept alive by wild yeast and lactic bacteria.",
+    ),
+    (
+        "Пчёлы",
+        "Зимний клуб",
+        "Пчёлы переживают зиму в плотном клубе, согревая его дрожью грудных мышц.",
+    ),
+];
+
+fn body(i: usize) -> Body {
+    let (title, heading, text) = TOPICS[i];
+    let texts = [
+        text.to_string(),
+        format!("{heading}: {text} More about {title}."),
+    ];
+    let chunks = texts
+        .iter()
+        .map(|t| NewChunk {
+            heading_path: vec![title.to_string(), heading.to_string()],
+            section: 0,
+            start: 0,
+            end: t.len(),
+            page: None,
+            text: t.clone(),
+        })
+        .collect();
+    Body {
+        hash: format!("hash-{i}"),
+        extracted: Extracted {
+            title: title.into(),
+            sections: vec![Section {
+                heading_path: vec![title.into()],
+                text: text.into(),
+                page: None,
+            }],
+            ..Extracted::default()
+        },
+        chunks,
+        vectors: vec![unit(i as u64 * 2 + 1), unit(i as u64 * 2 + 2)],
+        card: Card {
+            title: title.into(),
+            what: format!("about {}", title.to_lowercase()),
+            outline: vec![heading.into()],
+            key_terms: vec![title.to_lowercase(), heading.to_lowercase()],
+        },
+        card_vector: unit(100 + i as u64),
+    }
+}
+
+fn holding(b: &Body) -> Holding<'_> {
+    Holding::New(ContentToWrite {
+        hash: &b.hash,
+        extracted: &b.extracted,
+        truncated_at_chunk: None,
+        chunks: &b.chunks,
+        chunk_vectors: &b.vectors,
+        card: &b.card,
+        card_vector: Some(&b.card_vector),
+    })
+}
+
+fn document<'a>(source: &'a str, title: &'a str, validators: &'a Validators) -> NewDocument<'a> {
+    NewDocument {
+        source,
+        kind: Some("text"),
+        title,
+        bytes: 100,
+        mtime_ns: None,
+        validators,
+        watch: None,
+    }
+}
+
+/// Both stores answer each read the lanes make alike: the nearest chunks
+/// and cards (ids, and distances to 1e-5), each passage with its card and
+/// language, the documents that hold a content, the keyword search's best
+/// passage; and both write the same outcomes.
+#[test]
+fn the_lanes_read_the_same_from_both_stores() {
+    let pg_server = pg_server::start_postgres();
+    let dir = tempfile::tempdir().unwrap();
+    let mut lite = Store::open(&dir.path().join("library.sqlite3")).unwrap();
+    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
+    let fp = fingerprints();
+    let v = Validators::default();
+    let bodies: Vec<Body> = (0..TOPICS.len()).map(body).collect();
+    for (i, b) in bodies.iter().enumerate() {
+        let source = format!("/notes/{i}.txt");
+        let doc = document(&source, TOPICS[i].0, &v);
+        let a = lite.write_document(&doc, holding(b), &fp).unwrap();
+        let p = pg.write_document(&doc, holding(b), &fp).unwrap();
+        assert_eq!(a.unchanged, p.unchanged, "document {i}");
+        assert!(!p.unchanged, "a new document is written, not unchanged");
+    }
+    // A second source with the first body: one content, two locations.
+    let copy = document("/elsewhere/0.txt", "Boilers (copy)", &v);
+    let a = lite
+        .write_document(&copy, holding(&bodies[0]), &fp)
+        .unwrap();
+    let p = pg.write_document(&copy, holding(&bodies[0]), &fp).unwrap();
+    assert_eq!((a.unchanged, p.unchanged), (false, false));
+    // The same source and body again: unchanged on both.
+    let again = document("/notes/1.txt", TOPICS[1].0, &v);
+    let a = lite
+        .write_document(&again, holding(&bodies[1]), &fp)
+        .unwrap();
+    let p = pg.write_document(&again, holding(&bodies[1]), &fp).unwrap();
+    assert_eq!((a.unchanged, p.unchanged), (true, true));
+
+    let query: Vec<f32> = bodies[3].vectors[0]
+        .iter()
+        .zip(unit(999))
+        .map(|(a, b)| a + 0.3 * b)
+        .collect();
+    let (lite_near, _) = lite.nearest_chunks(&query, 6, FP).unwrap();
+    let (pg_near, search) = pg.nearest_chunks(&query, 6, FP).unwrap();
+    assert!(search.describe().contains("HNSW"), "{}", search.describe());
+    let texts = |s: &[(i64, f32)], read: &dyn Fn(i64) -> String| -> Vec<String> {
+        s.iter().map(|(id, _)| read(*id)).collect()
+    };
+    let lite_text = |id| lite.chunk_text(id).unwrap().unwrap().1;
+    let pg_text = |id| pg.passage(id, 0).unwrap().unwrap().text;
+    assert_eq!(texts(&lite_near, &lite_text), texts(&pg_near, &pg_text));
+    for ((_, a), (_, b)) in lite_near.iter().zip(&pg_near) {
+        assert!((a - b).abs() < 1e-5, "distance {a} against {b}");
+    }
+    let exact = pg.nearest_chunks_exact(&query, 6, FP).unwrap();
+    assert_eq!(
+        exact.iter().map(|c| c.0).collect::<Vec<_>>(),
+        pg_near.iter().map(|c| c.0).collect::<Vec<_>>(),
+        "HNSW finds what the exact scan finds"
+    );
+
+    let card_query = bodies[2].card_vector.clone();
+    let lite_cards = lite.nearest_cards(&card_query, 3, "fp-cards").unwrap();
+    let pg_cards = pg.nearest_cards(&card_query, 3, "fp-cards").unwrap();
+    let summary =
+        |cards: &[carrel::store::NearCard]| -> Vec<(String, String, Option<&'static str>)> {
+            cards
+                .iter()
+                .map(|c| (c.hash.clone(), c.what.clone(), c.language.map(|l| l.code())))
+                .collect()
+        };
+    assert_eq!(summary(&lite_cards), summary(&pg_cards));
+    assert!(
+        pg_cards[0].cosine.get() > 0.999,
+        "a card's own vector is nearest"
+    );
+    assert!(
+        pg.nearest_cards(&card_query, 3, "another model")
+            .unwrap()
+            .is_empty()
+    );
+
+    let (first_lite, first_pg) = (lite_near[0].0, pg_near[0].0);
+    let content_lite = lite.chunk_content(first_lite).unwrap().unwrap();
+    let content_pg = pg.chunk_content(first_pg).unwrap().unwrap();
+    let a = lite.passage(first_lite, content_lite).unwrap().unwrap();
+    let b = pg.passage(first_pg, content_pg).unwrap().unwrap();
+    assert_eq!(
+        (
+            &a.heading_path,
+            &a.text,
+            a.page,
+            &a.key_terms,
+            &a.what,
+            a.only_chunk
+        ),
+        (
+            &b.heading_path,
+            &b.text,
+            b.page,
+            &b.key_terms,
+            &b.what,
+            b.only_chunk
+        )
+    );
+    let where_lite: Vec<String> = lite
+        .locations(lite.content_by_hash("hash-0").unwrap().unwrap())
+        .unwrap()
+        .into_iter()
+        .map(|l| l.source)
+        .collect();
+    let boiler = pg
+        .nearest_cards(&bodies[0].card_vector, 1, "fp-cards")
+        .unwrap();
+    let where_pg: Vec<String> = pg
+        .locations(boiler[0].content)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.source)
+        .collect();
+    assert_eq!(where_lite, vec!["/notes/0.txt", "/elsewhere/0.txt"]);
+    assert_eq!(where_lite, where_pg);
+
+    // The Russian passage is Russian in both.
+    let bees_ru = pg.nearest_chunks(&bodies[4].vectors[0], 1, FP).unwrap().0[0].0;
+    assert_eq!(
+        pg.chunk_language(bees_ru).unwrap().map(|l| l.code()),
+        Some("ru")
+    );
+    let bees_lite = lite.nearest_chunks(&bodies[4].vectors[0], 1, FP).unwrap().0[0].0;
+    assert_eq!(
+        lite.chunk_language(bees_lite).unwrap().map(|l| l.code()),
+        Some("ru")
+    );
+
+    // The keyword side: a word one document holds finds its passage first,
+    // inflected otherwise, in both.
+    let k_lite = lite.keyword_chunks("meandering rivers", 5).unwrap();
+    let k_pg = pg.keyword_chunks("meandering rivers", 5).unwrap();
+    assert!(!k_pg.is_empty(), "the stemmed word matched nothing");
+    assert_eq!(
+        lite_text(k_lite[0]).contains("meanders"),
+        pg_text(k_pg[0]).contains("meanders")
+    );
+    assert!(pg.keyword_chunks("the of and", 5).unwrap().is_empty());
+    let ids = [pg_near[0].0, pg_near[1].0];
+    let d = pg.chunk_distances(&ids, &query, FP).unwrap();
+    assert_eq!(d.iter().map(|x| x.0).collect::<Vec<_>>(), ids.to_vec());
+    assert!((d[0].1 - pg_near[0].1).abs() < 1e-6);
+}
+
+/// Two writers store one body at once, under two sources and under one:
+/// the body is stored once, every document points at it, the writer that
+/// lost the race for a source gets "unchanged", and no row is orphaned.
+#[test]
+fn many_writers_store_one_body_once() {
+    let pg_server = pg_server::start_postgres();
+    drop(PgStore::open(&pg_server.url, "setup").unwrap());
+    let fp = fingerprints();
+    let rounds = 8;
+    let written: Vec<Vec<Written>> = std::thread::scope(|s| {
+        let writers: Vec<_> = ["ana", "ben"]
+            .into_iter()
+            .map(|who| {
+                let (url, fp) = (&pg_server.url, &fp);
+                s.spawn(move || {
+                    let pg = PgStore::open(url, who).unwrap();
+                    let v = Validators::default();
+                    let mut out = Vec::new();
+                    for round in 0..rounds {
+                        let b = body(round % TOPICS.len());
+                        let own = format!("/{who}/{round}.txt");
+                        let shared = format!("/shared/{round}.txt");
+                        for source in [&own, &shared] {
+                            let doc = document(source, TOPICS[0].0, &v);
+                            out.push(pg.write_document(&doc, holding(&b), fp).unwrap());
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let pg = PgStore::open(&pg_server.url, "reader").unwrap();
+    let ([documents, contents, chunks, cards], orphans) = pg.counts().unwrap();
+    assert_eq!(
+        documents,
+        3 * rounds as i64,
+        "each writer's own and one shared per round"
+    );
+    assert_eq!(contents, TOPICS.len() as i64, "each body once");
+    assert_eq!((chunks, cards, orphans), (2 * contents, contents, 0));
+    // Each shared source: exactly one of the two writers wrote it first.
+    for round in 0..rounds {
+        let unchanged = written
+            .iter()
+            .filter(|w| w[round * 2 + 1].unchanged)
+            .count();
+        assert_eq!(
+            unchanged, 1,
+            "round {round}: one writer first, the other unchanged"
+        );
+    }
+    let mut db = postgres::Client::connect(&pg_server.url, postgres::NoTls).unwrap();
+    let writers: Vec<String> = db
+        .query("SELECT DISTINCT written_by FROM documents ORDER BY 1", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(writers, vec!["ana", "ben"], "every row says who wrote it");
+}
+
+/// A document moved to another body leaves its old body collected with its
+/// chunks and card; a broken one holds none.
+#[test]
+fn a_body_no_document_holds_is_collected() {
+    let pg_server = pg_server::start_postgres();
+    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
+    let fp = fingerprints();
+    let v = Validators::default();
+    let doc = document("/notes/a.txt", "A", &v);
+    pg.write_document(&doc, holding(&body(0)), &fp).unwrap();
+    pg.write_document(&doc, holding(&body(1)), &fp).unwrap();
+    assert_eq!(pg.counts().unwrap(), ([1, 1, 2, 1], 0));
+    let reason = carrel::extract::BrokenReason::Vanished;
+    let w = pg
+        .write_document(&doc, Holding::Broken(&reason), &fp)
+        .unwrap();
+    assert!(!w.unchanged);
+    assert_eq!(pg.counts().unwrap(), ([1, 0, 0, 0], 0));
+}
+
+/// A library written by a newer Carrel is refused with a sentence that
+/// names the server and what to do, and its rows are left as they are.
+#[test]
+fn a_database_newer_than_this_build_is_refused() {
+    let pg_server = pg_server::start_postgres();
+    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
+    assert_eq!(
+        pg.schema_version().unwrap(),
+        carrel::store::pg::PG_SCHEMA_VERSION
+    );
+    drop(pg);
+    let mut db = postgres::Client::connect(&pg_server.url, postgres::NoTls).unwrap();
+    db.execute(
+        "UPDATE carrel_meta SET value = '99' WHERE key = 'schema_version'",
+        &[],
+    )
+    .unwrap();
+    let err = PgStore::open(&pg_server.url, "ana").err().expect("refused");
+    let sentence = err.to_string();
+    assert!(sentence.contains("schema version 99"), "{sentence}");
+    assert!(sentence.contains("upgrade Carrel"), "{sentence}");
+    assert!(sentence.contains("127.0.0.1"), "{sentence}");
+    let version: String = db
+        .query_one(
+            "SELECT value FROM carrel_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(version, "99", "nothing rewritten");
+}
+
+/// A server that is not there is an error naming it, never an empty
+/// library; the password in the URL is never repeated.
+#[test]
+fn an_unreachable_server_is_named_without_its_password() {
+    let port = common::free_port();
+    let url = format!("postgresql://carrel:s3cret@127.0.0.1:{port}/team");
+    let err = PgStore::open(&url, "ana").err().expect("no server there");
+    let sentence = err.to_string();
+    assert!(
+        sentence.contains(&format!("127.0.0.1:{port}/team")),
+        "{sentence}"
+    );
+    assert!(!sentence.contains("s3cret"), "{sentence}");
+}
