@@ -445,7 +445,9 @@ fn two_workers_store_what_one_worker_stores() {
         assert!(report.added >= 10, "{report:#?}");
         assert_eq!(lib.embedding_workers().unwrap().running, jobs);
         let fp = carrel::models::Fingerprints::of(&models()).unwrap();
-        let seed = carrel::store::synthetic::Seed::read(lib.store(), &fp).unwrap();
+        let file =
+            carrel::store::SqliteStore::open(&dir.path().join(carrel::DATABASE_FILE)).unwrap();
+        let seed = carrel::store::synthetic::Seed::read(&file, &fp).unwrap();
         let titles: Vec<(String, String)> = lib
             .list()
             .unwrap()

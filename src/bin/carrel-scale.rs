@@ -15,7 +15,7 @@ use serde::Serialize;
 use carrel::lanes::TOPIC_CANDIDATES;
 use carrel::models::{Fingerprints, ModelConfig};
 use carrel::paths::DATABASE_FILE;
-use carrel::store::Store;
+use carrel::store::SqliteStore;
 use carrel::store::signs::Search;
 use carrel::store::synthetic::{self, Seed};
 use carrel::{Library, LibraryConfig};
@@ -149,14 +149,14 @@ fn build(args: &Args, fp: &Fingerprints) -> Fallible<(PathBuf, Option<f64>)> {
     let dir = args.work.join(format!("{}-chunks", args.chunks));
     std::fs::create_dir_all(&dir)?;
     let marker = synthetic::describe(args.chunks, args.per_doc, args.sigma);
-    let built = synthetic::built(&Store::open(&dir.join(DATABASE_FILE))?)?.as_deref()
+    let built = synthetic::built(&SqliteStore::open(&dir.join(DATABASE_FILE))?)?.as_deref()
         == Some(marker.as_str());
     if built {
         return Ok((dir, None));
     }
     std::fs::remove_dir_all(&dir)?;
     std::fs::create_dir_all(&dir)?;
-    let seed = Seed::read(&Store::open(&args.seed.join(DATABASE_FILE))?, fp)?;
+    let seed = Seed::read(&SqliteStore::open(&args.seed.join(DATABASE_FILE))?, fp)?;
     eprintln!(
         "building {} chunks from {} real chunks and {} cards",
         args.chunks,
@@ -164,7 +164,7 @@ fn build(args: &Args, fp: &Fingerprints) -> Fallible<(PathBuf, Option<f64>)> {
         seed.cards.len()
     );
     let started = Instant::now();
-    let mut store = Store::open(&dir.join(DATABASE_FILE))?;
+    let mut store = SqliteStore::open(&dir.join(DATABASE_FILE))?;
     let mut last = Instant::now();
     synthetic::grow(
         &mut store,

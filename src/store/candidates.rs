@@ -6,7 +6,7 @@
 use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
-use super::{Store, vector_blob};
+use super::{SqliteStore, vector_blob};
 use crate::error::{Error, Result};
 use crate::language::Language;
 use crate::score::Cosine;
@@ -42,7 +42,7 @@ pub struct Passage {
     pub only_chunk: bool,
 }
 
-impl Store {
+impl SqliteStore {
     /// Every document whose content is `content_id`, oldest first.
     pub fn locations(&self, content_id: i64) -> Result<Vec<Location>> {
         let mut stmt = self.conn.prepare_cached(

@@ -4,7 +4,7 @@
 
 use rusqlite::params;
 
-use super::{Store, now};
+use super::{SqliteStore, now};
 use crate::error::Result;
 
 /// One turn as stored. Exactly one of `answer` and `error` is set (the
@@ -18,7 +18,7 @@ pub struct StoredTurn {
     pub error: Option<String>,
 }
 
-impl Store {
+impl SqliteStore {
     pub fn add_turn(
         &self,
         message: &str,

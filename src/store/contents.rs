@@ -7,7 +7,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 
-use super::{Store, vector_blob};
+use super::{SqliteStore, vector_blob};
 use crate::card::Card;
 use crate::error::{Error, Result};
 use crate::extract::Extracted;
@@ -74,9 +74,9 @@ impl Coverage {
     }
 }
 
-impl Store {
+impl SqliteStore {
     pub fn content_by_hash(&self, hash: &str) -> Result<Option<i64>> {
-        Store::content_id_in(&self.conn, hash)
+        SqliteStore::content_id_in(&self.conn, hash)
     }
 
     pub fn content_hash(&self, content_id: i64) -> Result<String> {
@@ -248,7 +248,7 @@ impl Store {
         Ok(out)
     }
 
-    /// [`Store::content_by_hash`] on a given connection, or inside a write
+    /// [`SqliteStore::content_by_hash`] on a given connection, or inside a write
     /// transaction (which derefs to one).
     pub(super) fn content_id_in(conn: &rusqlite::Connection, hash: &str) -> Result<Option<i64>> {
         Ok(conn
@@ -289,7 +289,7 @@ impl Store {
                 chunks.len()
             )));
         }
-        Store::delete_chunks(tx, content_id)?;
+        SqliteStore::delete_chunks(tx, content_id)?;
         let mut insert = tx.prepare_cached(
             "INSERT INTO chunks (content_id, seq, heading_path, section, start, end, page, text, embedded_with, language)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
@@ -321,7 +321,7 @@ impl Store {
             insert_vec.execute(params![id, vector_blob(v), fingerprint])?;
             insert_signs.execute(params![id, vector_blob(v), fingerprint])?;
         }
-        Store::settle_content_language(tx, content_id)
+        SqliteStore::settle_content_language(tx, content_id)
     }
 
     /// Replaces the card of a content, with its vector.
@@ -379,7 +379,7 @@ impl Store {
         if used {
             return Ok(false);
         }
-        Store::delete_chunks(tx, content_id)?;
+        SqliteStore::delete_chunks(tx, content_id)?;
         tx.execute(
             "DELETE FROM card_vectors WHERE content_id = ?1",
             [content_id],
@@ -414,7 +414,7 @@ mod tests {
     #[test]
     fn chunks_and_vectors_of_unequal_length_are_refused_in_every_build() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("library.sqlite3")).unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("library.sqlite3")).unwrap();
         let tx = store.conn.transaction().unwrap();
         let doc = Extracted {
             title: "t".into(),
@@ -425,7 +425,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let id = Store::insert_content(&tx, "hash", &doc, None).unwrap();
+        let id = SqliteStore::insert_content(&tx, "hash", &doc, None).unwrap();
         let chunk = NewChunk {
             heading_path: vec![],
             section: 0,
@@ -434,7 +434,7 @@ mod tests {
             page: None,
             text: "abc".into(),
         };
-        let err = Store::write_chunks(&tx, id, &[chunk], &[], "fp").unwrap_err();
+        let err = SqliteStore::write_chunks(&tx, id, &[chunk], &[], "fp").unwrap_err();
         assert!(
             err.to_string().contains("0 vectors came back for 1 chunks"),
             "{err}"

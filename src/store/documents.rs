@@ -4,7 +4,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 
-use super::{Store, now};
+use super::{SqliteStore, now};
 use crate::error::{Error, Result};
 use crate::extract::BrokenReason;
 
@@ -94,7 +94,7 @@ pub struct Density {
     pub avg_chunk: f64,
 }
 
-impl Store {
+impl SqliteStore {
     /// How many documents the library lists, broken ones included.
     pub fn document_count(&self) -> Result<i64> {
         Ok(self
@@ -151,7 +151,7 @@ impl Store {
         self.rows(chunk_fp, card_fp, None)
     }
 
-    /// One document, judged like [`Store::list`] judges it.
+    /// One document, judged like [`SqliteStore::list`] judges it.
     pub fn document(
         &self,
         id: i64,
@@ -238,7 +238,7 @@ impl Store {
         let tx = self.conn.transaction()?;
         tx.execute("DELETE FROM documents WHERE id = ?1", [id])?;
         if let Some(c) = content {
-            Store::collect_garbage(&tx, c)?;
+            SqliteStore::collect_garbage(&tx, c)?;
         }
         tx.commit()?;
         Ok(())
@@ -284,7 +284,7 @@ impl Store {
     }
 
     /// Records that a source was seen unchanged.
-    pub(crate) fn touch(&self, id: i64) -> Result<()> {
+    pub fn touch(&self, id: i64) -> Result<()> {
         self.conn.execute(
             "UPDATE documents SET synced_at = ?2 WHERE id = ?1",
             params![id, now()],

@@ -3,10 +3,10 @@
 
 use rusqlite::OptionalExtension;
 
-use super::Store;
+use super::SqliteStore;
 use crate::error::Result;
 
-impl Store {
+impl SqliteStore {
     /// Every foreign source's (name, JSON record), by name.
     pub fn foreign_source_records(&self) -> Result<Vec<(String, String)>> {
         let mut stmt = self

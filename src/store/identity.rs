@@ -4,12 +4,12 @@
 
 use rusqlite::params;
 
-use super::Store;
+use super::SqliteStore;
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb, ReadToken, TokenDigest, TokenInfo};
 use crate::models::EmbedderKind;
 
-impl Store {
+impl SqliteStore {
     /// What this library says about itself.
     pub fn identity(&self) -> Result<Identity> {
         let (kb, title, owner, description): (String, String, Option<String>, String) =
@@ -96,7 +96,7 @@ mod tests {
     fn a_new_library_is_default_with_no_owner_until_it_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("l.sqlite3");
-        let store = Store::open(&p).unwrap();
+        let store = SqliteStore::open(&p).unwrap();
         let id = store.identity().unwrap();
         assert_eq!(id.kb.as_str(), crate::kb::DEFAULT_KB);
         assert_eq!(id.owner, None);
@@ -108,14 +108,14 @@ mod tests {
         };
         store.set_identity(&named).unwrap();
         drop(store);
-        assert_eq!(Store::open(&p).unwrap().identity().unwrap(), named);
+        assert_eq!(SqliteStore::open(&p).unwrap().identity().unwrap(), named);
     }
 
     #[test]
     fn a_read_token_opens_its_library_until_revoked_and_its_secret_is_not_kept() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("l.sqlite3");
-        let store = Store::open(&p).unwrap();
+        let store = SqliteStore::open(&p).unwrap();
         let token = ReadToken::generate().unwrap();
         let info = store.add_read_token(&token, "ada's laptop").unwrap();
         assert!(store.grants(&token.digest()).unwrap());
@@ -132,14 +132,14 @@ mod tests {
             !bytes.windows(secret.len()).any(|w| w == secret),
             "the secret is in the file"
         );
-        let store = Store::open(&p).unwrap();
+        let store = SqliteStore::open(&p).unwrap();
         assert!(store.revoke_read_token(info.id).unwrap());
         assert!(!store.revoke_read_token(info.id).unwrap());
         assert!(!store.grants(&token.digest()).unwrap());
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// The embedder this library was made with; the default for a library
     /// that never chose one.
     pub fn embedder(&self) -> Result<EmbedderKind> {

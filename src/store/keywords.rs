@@ -1,13 +1,13 @@
 //! The chunks' keyword index (FTS5, schema v11): the topic lane's second way
 //! into its candidate pool. It finds passages that share the query's words
 //! but sit outside the nearest vectors; every passage it finds is scored on
-//! the lane's one scale, passage cosine ([`Store::chunk_distances`]), before
+//! the lane's one scale, passage cosine ([`SqliteStore::chunk_distances`]), before
 //! the lane judges it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::{Store, vector_blob};
+use super::{SqliteStore, vector_blob};
 use crate::error::Result;
 
 /// The FTS5 query for a text: each content word quoted (so no word is read
@@ -85,7 +85,7 @@ pub struct Vocabulary {
     pub unused: Vec<String>,
 }
 
-impl Store {
+impl SqliteStore {
     /// How the library's passages use `term` (quoted for FTS5), counted with
     /// a bounded scan once per generation of the chunks.
     fn word_use(&self, generation: i64, term: &str) -> Result<WordUse> {
@@ -262,7 +262,7 @@ mod tests {
             .unwrap();
             insert_chunk(&c, 1, "Feed the sourdough starter twice a day.", &vector(1));
         }
-        let store = Store::open(&p).unwrap();
+        let store = SqliteStore::open(&p).unwrap();
         let q = vector(2);
         let found = store.keyword_chunks("feeding sourdough", 10).unwrap();
         assert_eq!(found, [1], "the chunk from before the upgrade is indexed");
@@ -317,7 +317,7 @@ mod tests {
     #[test]
     fn a_word_in_too_many_passages_is_left_out() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        let store = SqliteStore::open(&dir.path().join("l.sqlite3")).unwrap();
         let tx = store.conn.unchecked_transaction().unwrap();
         tx.execute(
             "INSERT INTO contents (id, hash, extracted, chars) VALUES (1, 'h', '{}', 1)",
@@ -351,7 +351,7 @@ mod tests {
     #[test]
     fn a_query_word_no_passage_uses_is_named() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        let store = SqliteStore::open(&dir.path().join("l.sqlite3")).unwrap();
         store
             .conn
             .execute(

@@ -4,16 +4,16 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::Store;
+use super::SqliteStore;
 use crate::error::Result;
 use crate::language::{self, Language, UNDETERMINED};
 
 /// The share of a document's text its language must hold
-/// ([`Store::settle_content_language`]).
+/// ([`SqliteStore::settle_content_language`]).
 const DOCUMENT_SHARE: f64 = 1.0 / 3.0;
 
 /// The share of a document's text a language needs for its passages to keep
-/// it as their own ([`Store::settle_content_language`]).
+/// it as their own ([`SqliteStore::settle_content_language`]).
 const SECTION_SHARE: f64 = 0.2;
 
 /// What is stored for a passage's text, as it is written: its language's
@@ -69,7 +69,7 @@ pub(crate) fn settle<'a>(passages: &[(&'a str, usize)]) -> (&'a str, Vec<&'a str
     (document, codes)
 }
 
-impl Store {
+impl SqliteStore {
     /// Settles a content's language and its passages' ([`settle`]).
     pub(crate) fn settle_content_language(tx: &Transaction<'_>, content_id: i64) -> Result<()> {
         let rows: Vec<(i64, String, i64)> = tx
@@ -124,7 +124,7 @@ impl Store {
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         for id in contents {
-            Store::settle_content_language(&tx, id)?;
+            SqliteStore::settle_content_language(&tx, id)?;
         }
         tx.commit()?;
         Ok(())
@@ -166,7 +166,7 @@ mod tests {
     #[test]
     fn passages_keep_a_language_of_their_own_only_for_a_section() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("l.sqlite3")).unwrap();
         let ru = "Пчёлы зимуют в улье плотным клубом и греются, поедая мёд; \
                   пасечник не открывает улей до весеннего облёта. ";
         let en = "Bees spend the winter in a tight cluster inside the hive, \
@@ -192,9 +192,9 @@ mod tests {
             )
             .unwrap();
         }
-        Store::settle_content_language(&tx, 1).unwrap();
+        SqliteStore::settle_content_language(&tx, 1).unwrap();
         tx.commit().unwrap();
-        let languages = |store: &Store| -> Vec<Option<&str>> {
+        let languages = |store: &SqliteStore| -> Vec<Option<&str>> {
             (1..=5)
                 .map(|chunk| store.chunk_language(chunk).unwrap().map(|l| l.code()))
                 .collect()
@@ -221,7 +221,7 @@ mod tests {
             )
             .unwrap();
         }
-        Store::settle_content_language(&tx, 2).unwrap();
+        SqliteStore::settle_content_language(&tx, 2).unwrap();
         tx.commit().unwrap();
         assert_eq!(store.chunk_language(10).unwrap(), None);
         let table: String = store

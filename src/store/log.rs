@@ -5,7 +5,7 @@
 use rusqlite::params;
 use serde::Serialize;
 
-use super::Store;
+use super::SqliteStore;
 use crate::error::Result;
 use crate::score::Scored;
 
@@ -46,7 +46,7 @@ impl Default for Retention {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Appends `rows` in one transaction.
     pub fn append_log(&mut self, rows: &[LogEntry]) -> Result<()> {
         let tx = self.conn.transaction()?;
@@ -127,7 +127,7 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn rows(store: &Store) -> Vec<(i64, i64)> {
+    fn rows(store: &SqliteStore) -> Vec<(i64, i64)> {
         let mut stmt = store
             .conn
             .prepare("SELECT id, at FROM retrieval_log ORDER BY id")
@@ -141,7 +141,7 @@ mod tests {
     #[test]
     fn the_log_keeps_only_what_its_retention_covers() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("library.sqlite3")).unwrap();
+        let store = SqliteStore::open(&dir.path().join("library.sqlite3")).unwrap();
         for at in [100, 200, 300, 400, 500] {
             store
                 .conn

@@ -1,4 +1,4 @@
-//! The library file: one SQLite database with sqlite-vec. [`Store::open`]
+//! The library file: one SQLite database with sqlite-vec. [`SqliteStore::open`]
 //! registers sqlite-vec once, checks `vec_version()`, enables WAL, migrates by
 //! `PRAGMA user_version` inside an IMMEDIATE transaction, and refuses a
 //! database newer than this build.
@@ -14,6 +14,7 @@ pub(crate) mod languages;
 mod log;
 pub mod pg;
 mod schema;
+mod seam;
 pub mod signs;
 pub mod synthetic;
 mod watches;
@@ -31,6 +32,7 @@ pub use contents::{ChunkRow, NewChunk, StaleContent};
 pub use documents::{Density, DocumentRow, DocumentState, NewDocument, SourceStamp, Validators};
 pub use log::{LogEntry, Retention};
 pub use schema::SCHEMA_VERSION;
+pub use seam::Store;
 pub use watches::{NewWatch, Watch, WatchKind};
 pub use write::{ContentToWrite, Holding, Reembedded, Written};
 
@@ -48,7 +50,7 @@ use crate::error::{Error, Result};
 /// bench reports the private part beside the peak.
 pub(crate) const MMAP_SIZE: i64 = 2_147_418_112;
 
-pub struct Store {
+pub struct SqliteStore {
     pub(crate) conn: Connection,
     path: PathBuf,
     signs: signs::Slot,
@@ -70,9 +72,9 @@ pub(crate) fn register_sqlite_vec() {
     });
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens (creating if needed) the database at `path`.
-    pub fn open(path: &Path) -> Result<Store> {
+    pub fn open(path: &Path) -> Result<SqliteStore> {
         register_sqlite_vec();
         let wrap = |err| Error::Database {
             path: path.to_path_buf(),
@@ -95,7 +97,7 @@ impl Store {
             .map_err(wrap)?;
         conn.pragma_update(None, "cache_size", -65_536i64)
             .map_err(wrap)?;
-        let mut store = Store {
+        let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
             signs: signs::Slot::default(),

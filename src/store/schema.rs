@@ -246,7 +246,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "#,
     // 13: each passage's language and its content's (`crate::language`):
     //    an ISO code, 'und' where the text does not tell, NULL until looked
-    //    at ([`crate::store::Store::detect_languages`] fills the rows written
+    //    at ([`crate::store::SqliteStore::detect_languages`] fills the rows written
     //    before this version); and in the retrieval log, why the lexical
     //    checks could not judge a candidate (another language than the
     //    query's).
@@ -282,12 +282,12 @@ pub fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::SqliteStore;
 
     #[test]
     fn fresh_database_gets_current_schema_and_sqlite_vec() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        let store = SqliteStore::open(&dir.path().join("l.sqlite3")).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         assert!(store.vec_version().unwrap().starts_with('v'));
         let mode: String = store
@@ -301,9 +301,9 @@ mod tests {
     fn reopening_is_idempotent() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("l.sqlite3");
-        drop(Store::open(&p).unwrap());
+        drop(SqliteStore::open(&p).unwrap());
         assert_eq!(
-            Store::open(&p).unwrap().schema_version().unwrap(),
+            SqliteStore::open(&p).unwrap().schema_version().unwrap(),
             SCHEMA_VERSION
         );
     }
@@ -323,7 +323,7 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::open(&p).unwrap();
+        let store = SqliteStore::open(&p).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         assert_eq!(store.list(None, None).unwrap()[0].source, "/x.txt");
         let n: i64 = store
@@ -368,7 +368,7 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::open(&p).unwrap();
+        let store = SqliteStore::open(&p).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         let owners: Vec<(String, Option<i64>)> = store
             .list(None, None)
@@ -414,7 +414,7 @@ mod tests {
             ))
             .unwrap();
         }
-        let store = Store::open(&p).unwrap();
+        let store = SqliteStore::open(&p).unwrap();
         let (id, fp, bits): (i64, String, Vec<u8>) = store
             .conn
             .query_row(
@@ -470,7 +470,7 @@ mod tests {
             c.execute_batch("CREATE TABLE future(x); PRAGMA user_version = 99;")
                 .unwrap();
         }
-        let err = Store::open(&p).err().expect("must refuse");
+        let err = SqliteStore::open(&p).err().expect("must refuse");
         assert!(err.to_string().contains("newer than this build"), "{err}");
         let c = Connection::open(&p).unwrap();
         let v: i64 = c

@@ -7,7 +7,7 @@
 //! vectors. The scores the lane sees are therefore exact; only which chunks
 //! reach rescoring is approximate. Below [`SIGNS_FROM_CHUNKS`] chunks
 //! the exact KNN is fast enough and is used instead (one owner:
-//! [`Store::nearest_chunks`]).
+//! [`SqliteStore::nearest_chunks`]).
 //!
 //! The bits in memory are read again when the library's chunks change: a
 //! trigger on `chunks` (schema v8) bumps `meta.chunks_generation` on every
@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use rusqlite::OptionalExtension;
 
-use super::{Store, vector_blob};
+use super::{SqliteStore, vector_blob};
 use crate::error::Result;
 
 /// From this many chunks on, candidates come from the sign bits. Measured
@@ -90,7 +90,7 @@ pub(crate) struct SignIndex {
     words: usize,
 }
 
-/// The index slot of a [`Store`]: what the library held at a generation of
+/// The index slot of a [`SqliteStore`]: what the library held at a generation of
 /// its chunks, for one fingerprint. `None` until the first search.
 #[derive(Default)]
 pub(crate) struct Slot(Mutex<Option<Held>>);
@@ -130,7 +130,7 @@ fn sign_bytes(v: &[f32]) -> Vec<u8> {
 }
 
 impl SignIndex {
-    fn read(store: &Store, fingerprint: &str) -> Result<SignIndex> {
+    fn read(store: &SqliteStore, fingerprint: &str) -> Result<SignIndex> {
         let mut stmt = store.conn.prepare(
             "SELECT chunk_id, bits FROM chunk_signs WHERE fingerprint = ?1 ORDER BY chunk_id",
         )?;
@@ -237,7 +237,7 @@ impl SignIndex {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// How many times the library's chunks have changed (schema v8's
     /// trigger); what is held in memory about them (the sign bits, the
     /// keyword search's common words) is read again when it moves.
@@ -391,7 +391,7 @@ mod tests {
     }
 
     /// 3,000 chunks around 40 centres, written by the ingest writer.
-    fn library(dir: &std::path::Path, fp: &Fingerprints) -> (Store, Vec<Vec<f32>>) {
+    fn library(dir: &std::path::Path, fp: &Fingerprints) -> (SqliteStore, Vec<Vec<f32>>) {
         let mut state = 7;
         let centres: Vec<Vec<f32>> = (0..40).map(|_| unit(&mut state)).collect();
         let seed = Seed {
@@ -409,7 +409,7 @@ mod tests {
                 centres[0].clone(),
             )],
         };
-        let mut store = Store::open(&dir.join("library.sqlite3")).unwrap();
+        let mut store = SqliteStore::open(&dir.join("library.sqlite3")).unwrap();
         synthetic::grow(&mut store, &seed, 3_000, 10, 0.05, fp, &mut |_| {}).unwrap();
         (store, centres)
     }
@@ -464,10 +464,11 @@ mod tests {
         let (before, _) = store
             .nearest_chunks_from(&lonely, 10, &fp.chunk, 0)
             .unwrap();
-        let mut writer = Store::open(&dir.path().join("library.sqlite3")).unwrap();
+        let mut writer = SqliteStore::open(&dir.path().join("library.sqlite3")).unwrap();
         let tx = writer.conn.transaction().unwrap();
-        let content = Store::insert_content(&tx, "late", &Extracted::default(), None).unwrap();
-        Store::write_chunks(
+        let content =
+            SqliteStore::insert_content(&tx, "late", &Extracted::default(), None).unwrap();
+        SqliteStore::write_chunks(
             &tx,
             content,
             &[chunk("late")],
@@ -484,7 +485,7 @@ mod tests {
         assert!(!before.iter().any(|(id, _)| *id == late));
         assert!(after[0].1 < 1e-5, "{after:?}");
         let tx = writer.conn.transaction().unwrap();
-        Store::write_chunks(&tx, content, &[], &[], &fp.chunk).unwrap();
+        SqliteStore::write_chunks(&tx, content, &[], &[], &fp.chunk).unwrap();
         tx.commit().unwrap();
         let (gone, _) = store
             .nearest_chunks_from(&lonely, 10, &fp.chunk, 0)
@@ -497,7 +498,7 @@ mod tests {
     #[test]
     fn sqlite_vec_bits_become_words_dimension_by_dimension() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        let store = SqliteStore::open(&dir.path().join("l.sqlite3")).unwrap();
         let mut v = vec![-1.0f32; 128];
         v[0] = 0.5;
         v[9] = 0.5;
@@ -562,7 +563,7 @@ mod tests {
     #[test]
     fn the_querys_sign_bits_are_sqlite_vecs() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        let store = SqliteStore::open(&dir.path().join("l.sqlite3")).unwrap();
         let mut state = 3;
         for round in 0..20 {
             let mut v = unit(&mut state);

@@ -13,7 +13,7 @@
 
 use rusqlite::params;
 
-use super::{DocumentState, NewChunk, NewDocument, Store, Validators, floats};
+use super::{DocumentState, NewChunk, NewDocument, SqliteStore, Validators, floats};
 use crate::card::Card;
 use crate::error::{Error, Result};
 use crate::extract::Extracted;
@@ -27,7 +27,7 @@ pub struct Seed {
 
 impl Seed {
     /// Every chunk and card of `store` whose vectors were made by `fp`.
-    pub fn read(store: &Store, fp: &Fingerprints) -> Result<Seed> {
+    pub fn read(store: &SqliteStore, fp: &Fingerprints) -> Result<Seed> {
         let mut stmt = store.conn.prepare(
             "SELECT c.heading_path, c.section, c.start, c.end, c.page, c.text, v.embedding
              FROM chunks c JOIN chunk_vectors v ON v.chunk_id = c.id WHERE v.fingerprint = ?1
@@ -96,7 +96,7 @@ impl Seed {
 /// `chunks` chunks (one card per document), copying the seed's rows in turn
 /// with noise `sigma` on every vector. `progress(done)` after each commit.
 pub fn grow(
-    store: &mut Store,
+    store: &mut SqliteStore,
     seed: &Seed,
     chunks: usize,
     per_doc: usize,
@@ -137,10 +137,11 @@ pub fn grow(
                 title: card.title.clone(),
                 ..Extracted::default()
             };
-            let content = Store::insert_content(&tx, &format!("synthetic-{d}"), &extracted, None)?;
-            Store::write_chunks(&tx, content, &doc_chunks, &vectors, &fp.chunk)?;
-            Store::write_card(&tx, content, &card, &rng.perturb(card_vec, sigma), &fp.card)?;
-            Store::upsert_document(
+            let content =
+                SqliteStore::insert_content(&tx, &format!("synthetic-{d}"), &extracted, None)?;
+            SqliteStore::write_chunks(&tx, content, &doc_chunks, &vectors, &fp.chunk)?;
+            SqliteStore::write_card(&tx, content, &card, &rng.perturb(card_vec, sigma), &fp.card)?;
+            SqliteStore::upsert_document(
                 &tx,
                 &NewDocument {
                     source: &format!("synthetic://{d}"),
@@ -167,7 +168,7 @@ pub fn grow(
 }
 
 /// What [`grow`] built in `store`, as it wrote it; none for a real library.
-pub fn built(store: &Store) -> Result<Option<String>> {
+pub fn built(store: &SqliteStore) -> Result<Option<String>> {
     use rusqlite::OptionalExtension;
     Ok(store
         .conn

@@ -3,7 +3,7 @@
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, now};
+use super::{SqliteStore, now};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, specta::Type)]
@@ -54,7 +54,7 @@ pub struct NewWatch {
     pub allow_private: bool,
 }
 
-impl Store {
+impl SqliteStore {
     /// Adds a watch, or returns the id of the one on the same target.
     pub fn add_watch(&self, w: &NewWatch) -> Result<(i64, bool)> {
         if let Some(id) = self
@@ -195,7 +195,7 @@ mod tests {
     #[test]
     fn a_removed_watch_leaves_its_documents_to_no_one() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("l.sqlite3")).unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("l.sqlite3")).unwrap();
         let (id, _) = store
             .add_watch(&NewWatch {
                 target: "/d".into(),

@@ -1,12 +1,12 @@
 //! The two writes ingest makes, each one transaction: a document with what
-//! it holds ([`Store::write_document`]) and a stale content's new vectors
-//! ([`Store::write_reembedded`]). Ingest says what to write; how rows,
+//! it holds ([`SqliteStore::write_document`]) and a stale content's new vectors
+//! ([`SqliteStore::write_reembedded`]). Ingest says what to write; how rows,
 //! vectors and the write lock are kept is this store's business, so the
 //! pipeline names no backend.
 
 use rusqlite::{Transaction, TransactionBehavior};
 
-use super::{DocumentState, NewChunk, NewDocument, Store};
+use super::{DocumentState, NewChunk, NewDocument, SqliteStore};
 use crate::card::Card;
 use crate::error::{Error, Result};
 use crate::extract::{BrokenReason, Extracted};
@@ -56,7 +56,7 @@ pub struct Reembedded<'a> {
     pub card: Option<(&'a Card, &'a [f32])>,
 }
 
-impl Store {
+impl SqliteStore {
     /// One document, one transaction: its new content (if any), its row, and
     /// the garbage collection of the content it no longer points at.
     ///
@@ -77,7 +77,7 @@ impl Store {
             Holding::Stored { content_id } => DocumentState::Indexed { content_id },
             Holding::Broken(reason) => DocumentState::Broken(reason),
             Holding::New(c) => DocumentState::Indexed {
-                content_id: match Store::content_id_in(&tx, c.hash)? {
+                content_id: match SqliteStore::content_id_in(&tx, c.hash)? {
                     Some(id) => id,
                     None => store_content(&tx, &c, fp)?,
                 },
@@ -87,9 +87,9 @@ impl Store {
             DocumentState::Indexed { content_id } => Some(content_id),
             DocumentState::Broken(_) => None,
         };
-        let row = Store::upsert_document(&tx, doc, &state)?;
+        let row = SqliteStore::upsert_document(&tx, doc, &state)?;
         if let Some(old) = row.dropped {
-            Store::collect_garbage(&tx, old)?;
+            SqliteStore::collect_garbage(&tx, old)?;
         }
         fail::fail_point!("ingest::before_commit", |_| crate::fault::die());
         tx.commit()?;
@@ -105,14 +105,14 @@ impl Store {
     pub fn write_reembedded(&mut self, r: Reembedded<'_>, fp: &Fingerprints) -> Result<()> {
         let tx = self.conn.transaction()?;
         if let Some((chunks, vectors, truncated_at_chunk)) = r.chunks {
-            Store::write_chunks(&tx, r.content_id, chunks, vectors, &fp.chunk)?;
+            SqliteStore::write_chunks(&tx, r.content_id, chunks, vectors, &fp.chunk)?;
             tx.execute(
                 "UPDATE contents SET truncated_at_chunk = ?2 WHERE id = ?1",
                 rusqlite::params![r.content_id, truncated_at_chunk.map(|t| t as i64)],
             )?;
         }
         if let Some((card, vector)) = r.card {
-            Store::write_card(&tx, r.content_id, card, vector, &fp.card)?;
+            SqliteStore::write_card(&tx, r.content_id, card, vector, &fp.card)?;
         }
         tx.commit()?;
         Ok(())
@@ -124,8 +124,8 @@ fn store_content(tx: &Transaction<'_>, c: &ContentToWrite<'_>, fp: &Fingerprints
     let card_vector = c
         .card_vector
         .ok_or_else(|| Error::Embedding("no vector came back for the card".into()))?;
-    let content_id = Store::insert_content(tx, c.hash, c.extracted, c.truncated_at_chunk)?;
-    Store::write_chunks(tx, content_id, c.chunks, c.chunk_vectors, &fp.chunk)?;
-    Store::write_card(tx, content_id, c.card, card_vector, &fp.card)?;
+    let content_id = SqliteStore::insert_content(tx, c.hash, c.extracted, c.truncated_at_chunk)?;
+    SqliteStore::write_chunks(tx, content_id, c.chunks, c.chunk_vectors, &fp.chunk)?;
+    SqliteStore::write_card(tx, content_id, c.card, card_vector, &fp.card)?;
     Ok(content_id)
 }

@@ -160,6 +160,14 @@ impl PgStore {
         Ok(row.get(0))
     }
 
+    /// What this store cannot do yet, as the error every surface shows.
+    pub(crate) fn not_yet(&self, what: &'static str) -> Error {
+        Error::NotOnPostgresYet {
+            server: self.server.clone(),
+            what,
+        }
+    }
+
     fn client(&self) -> std::sync::MutexGuard<'_, Client> {
         crate::fault::lock(&self.client)
     }

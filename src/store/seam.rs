@@ -1,0 +1,158 @@
+//! The one seam between a library and its backend: [`Store`], over the
+//! SQLite store (the default; `store/*.rs`) and the PostgreSQL one
+//! (`store/pg/`). Ingest, the lanes, answers, watches and every surface
+//! call these methods and name no backend (`tests/architecture.rs`); each
+//! method is the backend's own, dispatched here and nowhere else.
+
+use std::path::Path;
+
+use super::keywords::Vocabulary;
+use super::pg::PgStore;
+use super::signs::Search;
+use super::*;
+use crate::card::Card;
+use crate::error::Result;
+use crate::extract::Extracted;
+use crate::kb::{Identity, ReadToken, TokenDigest, TokenInfo};
+use crate::language::Language;
+use crate::models::{EmbedderKind, Fingerprints};
+use crate::score::Cosine;
+
+/// A library's rows, on one of two backends.
+pub enum Store {
+    Sqlite(SqliteStore),
+    Pg(PgStore),
+}
+
+impl Store {
+    /// Opens (creating if needed) the SQLite library file at `path`.
+    pub fn open(path: &Path) -> Result<Store> {
+        Ok(Store::Sqlite(SqliteStore::open(path)?))
+    }
+
+    /// Connects to the PostgreSQL library at `url`, writing as `writer`.
+    pub fn open_postgres(url: &str, writer: &str) -> Result<Store> {
+        Ok(Store::Pg(PgStore::open(url, writer)?))
+    }
+}
+
+/// Each method of the seam, dispatched to the backend that holds the
+/// library. `both`: each backend has its own. `sqlite_only`: the
+/// PostgreSQL store does not have it yet and says so, naming it.
+macro_rules! seam {
+    (
+        both { $(fn $b:ident(&self $(, $ba:ident: $bt:ty)*) -> $br:ty;)* }
+        both_mut { $(fn $bm:ident(&mut self $(, $bma:ident: $bmt:ty)*) -> $bmr:ty;)* }
+        sqlite_only { $(fn $s:ident(&self $(, $sa:ident: $st:ty)*) -> $sr:ty;)* }
+        sqlite_only_mut { $(fn $sm:ident(&mut self $(, $sma:ident: $smt:ty)*) -> $smr:ty;)* }
+    ) => {
+        impl Store {
+            $(
+                pub fn $b(&self $(, $ba: $bt)*) -> $br {
+                    match self {
+                        Store::Sqlite(s) => s.$b($($ba),*),
+                        Store::Pg(p) => p.$b($($ba),*),
+                    }
+                }
+            )*
+            $(
+                pub fn $bm(&mut self $(, $bma: $bmt)*) -> $bmr {
+                    match self {
+                        Store::Sqlite(s) => s.$bm($($bma),*),
+                        Store::Pg(p) => p.$bm($($bma),*),
+                    }
+                }
+            )*
+            $(
+                pub fn $s(&self $(, $sa: $st)*) -> $sr {
+                    match self {
+                        Store::Sqlite(s) => s.$s($($sa),*),
+                        Store::Pg(p) => Err(p.not_yet(stringify!($s))),
+                    }
+                }
+            )*
+            $(
+                pub fn $sm(&mut self $(, $sma: $smt)*) -> $smr {
+                    match self {
+                        Store::Sqlite(s) => s.$sm($($sma),*),
+                        Store::Pg(p) => Err(p.not_yet(stringify!($sm))),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+seam! {
+    both {
+    fn locations(&self, content_id: i64) -> Result<Vec<Location>>;
+    fn nearest_cards(&self, query_vec: &[f32], k: usize, fingerprint: &str) -> Result<Vec<NearCard>>;
+    fn passage(&self, chunk: i64, content: i64) -> Result<Option<Passage>>;
+    fn chunk_content(&self, chunk_id: i64) -> Result<Option<i64>>;
+    fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>>;
+    fn chunk_distances(&self, chunks: &[i64], query: &[f32], fingerprint: &str) -> Result<Vec<(i64, f32)>>;
+    fn chunk_language(&self, chunk: i64) -> Result<Option<Language>>;
+    fn schema_version(&self) -> Result<i64>;
+    fn nearest_chunks(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<(Vec<(i64, f32)>, Search)>;
+    fn nearest_chunks_exact(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<Vec<(i64, f32)>>;
+    }
+    both_mut {
+    fn write_document(&mut self, doc: &NewDocument<'_>, holding: Holding<'_>, fp: &Fingerprints) -> Result<Written>;
+    }
+    sqlite_only {
+    fn embedder(&self) -> Result<EmbedderKind>;
+    fn set_embedder(&self, kind: EmbedderKind) -> Result<()>;
+    fn touch(&self, id: i64) -> Result<()>;
+    fn add_turn(&self, message: &str, answer: Option<&str>, error: Option<&str>) -> Result<i64>;
+    fn turns(&self, limit: usize) -> Result<Vec<StoredTurn>>;
+    fn clear_turns(&self) -> Result<usize>;
+    fn content_by_hash(&self, hash: &str) -> Result<Option<i64>>;
+    fn content_hash(&self, content_id: i64) -> Result<String>;
+    fn extracted(&self, content_id: i64) -> Result<Extracted>;
+    fn chunk_count(&self, content_id: i64) -> Result<usize>;
+    fn chunk_text(&self, chunk_id: i64) -> Result<Option<(i64, String)>>;
+    fn chunks_with_cosines(&self, content_id: i64, query: &[f32], fingerprint: &str) -> Result<Vec<(ChunkRow, Option<Cosine>)>>;
+    fn chunks(&self, content_id: i64) -> Result<Vec<ChunkRow>>;
+    fn card(&self, content_id: i64) -> Result<Option<Card>>;
+    fn coverage(&self, chunk_fp: &str, card_fp: &str) -> Result<(Coverage, Coverage)>;
+    fn stale_contents(&self, chunk_fp: &str, card_fp: &str) -> Result<Vec<StaleContent>>;
+    fn counts(&self) -> Result<[i64; 6]>;
+    fn document_count(&self) -> Result<i64>;
+    fn density(&self) -> Result<Vec<Density>>;
+    fn stamp(&self, source: &str) -> Result<Option<SourceStamp>>;
+    fn list(&self, chunk_fp: Option<&str>, card_fp: Option<&str>) -> Result<Vec<DocumentRow>>;
+    fn document(&self, id: i64, chunk_fp: Option<&str>, card_fp: Option<&str>) -> Result<DocumentRow>;
+    fn document_content(&self, id: i64) -> Result<Option<i64>>;
+    fn foreign_source_records(&self) -> Result<Vec<(String, String)>>;
+    fn foreign_source_record(&self, name: &str) -> Result<Option<String>>;
+    fn put_foreign_source_record(&self, name: &str, record: &str) -> Result<()>;
+    fn remove_foreign_source_record(&self, name: &str) -> Result<bool>;
+    fn identity(&self) -> Result<Identity>;
+    fn set_identity(&self, identity: &Identity) -> Result<()>;
+    fn add_read_token(&self, token: &ReadToken, label: &str) -> Result<TokenInfo>;
+    fn read_tokens(&self) -> Result<Vec<TokenInfo>>;
+    fn grants(&self, digest: &TokenDigest) -> Result<bool>;
+    fn revoke_read_token(&self, id: i64) -> Result<bool>;
+    fn vocabulary(&self, text: &str) -> Result<Vocabulary>;
+    fn phrase_chunks(&self, line: &str, k: usize) -> Result<Vec<i64>>;
+    fn languages(&self) -> Result<Vec<Language>>;
+    fn prune_log(&self, keep: Retention, now: i64) -> Result<usize>;
+    fn read_log(&self, limit: usize) -> Result<Vec<LogEntry>>;
+    fn vec_version(&self) -> Result<String>;
+    fn orphans(&self) -> Result<Vec<(&'static str, i64)>>;
+    fn data_version(&self) -> Result<i64>;
+    fn integrity_check(&self) -> Result<String>;
+    fn add_watch(&self, w: &NewWatch) -> Result<(i64, bool)>;
+    fn watches(&self) -> Result<Vec<Watch>>;
+    fn record_sync(&self, id: i64, error: Option<&str>) -> Result<()>;
+    fn documents_of_watch(&self, id: i64) -> Result<Vec<(i64, String, Option<i64>)>>;
+    fn document_watch(&self, id: i64) -> Result<Option<i64>>;
+    }
+    sqlite_only_mut {
+    fn remove_document(&mut self, id: i64) -> Result<()>;
+    fn append_log(&mut self, rows: &[LogEntry]) -> Result<()>;
+    fn remove_watch(&mut self, id: i64) -> Result<()>;
+    fn move_document(&mut self, keep: i64, fresh: i64) -> Result<()>;
+    fn write_reembedded(&mut self, r: Reembedded<'_>, fp: &Fingerprints) -> Result<()>;
+    }
+}
