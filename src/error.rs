@@ -69,11 +69,6 @@ pub enum Error {
     },
 
     #[error(
-        "the PostgreSQL library at {server} cannot do this yet ({what}): this build keeps it in SQLite libraries only"
-    )]
-    NotOnPostgresYet { server: String, what: &'static str },
-
-    #[error(
         "the PostgreSQL library at {server} has schema version {found}, newer than this build of Carrel understands ({supported}); \
          upgrade Carrel on this machine"
     )]

@@ -141,6 +141,14 @@ fn document<'a>(source: &'a str, title: &'a str, validators: &'a Validators) -> 
     }
 }
 
+/// (documents, contents, chunks, cards), and the rows that point at
+/// nothing or that nothing points at.
+fn health(pg: &PgStore) -> ([i64; 4], i64) {
+    let [documents, contents, chunks, _, cards, _] = pg.counts().unwrap();
+    let orphans = pg.orphans().unwrap().iter().map(|(_, n)| n).sum();
+    ([documents, contents, chunks, cards], orphans)
+}
+
 /// Both stores answer each read the lanes make alike: the nearest chunks
 /// and cards (ids, and distances to 1e-5), each passage with its card and
 /// language, the documents that hold a content, the keyword search's best
@@ -325,7 +333,7 @@ fn many_writers_store_one_body_once() {
         writers.into_iter().map(|w| w.join().unwrap()).collect()
     });
     let pg = PgStore::open(&pg_server.url, "reader").unwrap();
-    let ([documents, contents, chunks, cards], orphans) = pg.counts().unwrap();
+    let ([documents, contents, chunks, cards], orphans) = health(&pg);
     assert_eq!(
         documents,
         3 * rounds as i64,
@@ -360,18 +368,25 @@ fn many_writers_store_one_body_once() {
 fn a_body_no_document_holds_is_collected() {
     let pg_server = pg_server::start_postgres();
     let pg = PgStore::open(&pg_server.url, "ana").unwrap();
+    let other = PgStore::open(&pg_server.url, "ben").unwrap();
     let fp = fingerprints();
     let v = Validators::default();
+    let before = pg.data_version().unwrap();
     let doc = document("/notes/a.txt", "A", &v);
     pg.write_document(&doc, holding(&body(0)), &fp).unwrap();
-    pg.write_document(&doc, holding(&body(1)), &fp).unwrap();
-    assert_eq!(pg.counts().unwrap(), ([1, 1, 2, 1], 0));
+    other.write_document(&doc, holding(&body(1)), &fp).unwrap();
+    assert_eq!(health(&pg), ([1, 1, 2, 1], 0));
+    assert_ne!(
+        pg.data_version().unwrap(),
+        before,
+        "another writer's change is seen"
+    );
     let reason = carrel::extract::BrokenReason::Vanished;
     let w = pg
         .write_document(&doc, Holding::Broken(&reason), &fp)
         .unwrap();
     assert!(!w.unchanged);
-    assert_eq!(pg.counts().unwrap(), ([1, 0, 0, 0], 0));
+    assert_eq!(health(&pg), ([1, 0, 0, 0], 0));
 }
 
 /// A library written by a newer Carrel is refused with a sentence that
@@ -419,4 +434,353 @@ fn an_unreachable_server_is_named_without_its_password() {
         "{sentence}"
     );
     assert!(!sentence.contains("s3cret"), "{sentence}");
+}
+
+/// Every other read and write through the seam (`store::Store`), on both
+/// stores: the listing and each document, bodies, passages and cards,
+/// coverage and re-embedding under another model, identity and tokens,
+/// watches and what they own, the log, the chat, foreign sources, the
+/// vocabulary and phrase search, and the version readers' caches watch.
+#[test]
+fn every_read_and_write_agrees_on_both_stores() {
+    let pg_server = pg_server::start_postgres();
+    let dir = tempfile::tempdir().unwrap();
+    let stores = [
+        Store::open(&dir.path().join("library.sqlite3")).unwrap(),
+        Store::open_postgres(&pg_server.url, "ana").unwrap(),
+    ];
+    let seen: Vec<String> = stores.into_iter().map(exercise).collect();
+    assert_eq!(seen[0], seen[1], "SQLite, then PostgreSQL");
+}
+
+/// Runs every call on `store` and returns what it saw, with ids and times
+/// left out (each store numbers and stamps its own rows).
+fn exercise(mut store: Store) -> String {
+    use carrel::kb::{Identity, Kb, ReadToken};
+    use carrel::store::{LogEntry, NewWatch, Reembedded, Retention, WatchKind};
+    use std::fmt::Write;
+    let mut seen = String::new();
+    let fp = fingerprints();
+    let v = Validators::default();
+    let notes = NewWatch {
+        target: "/notes".into(),
+        kind: WatchKind::Folder,
+        interval_s: 60,
+        include: vec!["*.txt".into()],
+        exclude: vec![],
+        allow_private: false,
+    };
+    let (watch, added) = store.add_watch(&notes).unwrap();
+    assert!(added);
+    assert_eq!(store.add_watch(&notes).unwrap(), (watch, false));
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let source = format!("/notes/{i}.txt");
+        let mut doc = document(&source, TOPICS[i].0, &v);
+        doc.watch = (i < 2).then_some(watch);
+        ids.push(
+            store
+                .write_document(&doc, holding(&body(i)), &fp)
+                .unwrap()
+                .id,
+        );
+    }
+    let reason = carrel::extract::BrokenReason::Vanished;
+    let broken = document("/notes/gone.pdf", "gone", &v);
+    ids.push(
+        store
+            .write_document(&broken, Holding::Broken(&reason), &fp)
+            .unwrap()
+            .id,
+    );
+    let rows = store.list(Some(FP), Some("fp-cards")).unwrap();
+    for r in &rows {
+        writeln!(
+            seen,
+            "row {} {:?} {} {} {} {:?} {} {:?} {:?}",
+            r.title,
+            r.kind,
+            r.state,
+            r.chunks,
+            r.card_state,
+            r.language,
+            r.bytes,
+            r.broken_code,
+            r.content_hash
+        )
+        .unwrap();
+    }
+    let one = store.document(ids[1], Some(FP), Some("fp-cards")).unwrap();
+    writeln!(seen, "document {} {}", one.title, one.state).unwrap();
+    assert!(matches!(
+        store.document(9999, None, None),
+        Err(carrel::Error::UnknownDocument(9999))
+    ));
+    writeln!(seen, "count {}", store.document_count().unwrap()).unwrap();
+    let content = store.document_content(ids[0]).unwrap().unwrap();
+    writeln!(seen, "hash {}", store.content_hash(content).unwrap()).unwrap();
+    writeln!(
+        seen,
+        "by hash {}",
+        store.content_by_hash("hash-0").unwrap() == Some(content)
+    )
+    .unwrap();
+    writeln!(
+        seen,
+        "extracted {}",
+        store.extracted(content).unwrap().title
+    )
+    .unwrap();
+    writeln!(seen, "chunks {}", store.chunk_count(content).unwrap()).unwrap();
+    for c in store.chunks(content).unwrap() {
+        writeln!(
+            seen,
+            "chunk {} {:?} {:?} {}",
+            c.seq, c.heading_path, c.page, c.text
+        )
+        .unwrap();
+        let (owner, text) = store.chunk_text(c.id).unwrap().unwrap();
+        assert_eq!((owner, text), (content, c.text.clone()));
+    }
+    let query = body(0).vectors[1].clone();
+    for (c, cosine) in store.chunks_with_cosines(content, &query, FP).unwrap() {
+        writeln!(seen, "cosine {} {:.4}", c.seq, cosine.unwrap().get()).unwrap();
+    }
+    assert!(
+        store
+            .chunks_with_cosines(content, &query, "other")
+            .unwrap()
+            .iter()
+            .all(|(_, c)| c.is_none())
+    );
+    writeln!(seen, "card {:?}", store.card(content).unwrap()).unwrap();
+    for d in store.density().unwrap() {
+        writeln!(seen, "density {} {} {}", d.title, d.chunks, d.chars).unwrap();
+    }
+    let stamp = store.stamp("/notes/1.txt").unwrap().unwrap();
+    writeln!(
+        seen,
+        "stamp {} {:?}",
+        stamp.bytes,
+        stamp.content_id.is_some()
+    )
+    .unwrap();
+    store.touch(stamp.id).unwrap();
+    writeln!(seen, "languages {:?}", store.languages().unwrap()).unwrap();
+    let words = store.vocabulary("sourdough zebra bees").unwrap();
+    writeln!(seen, "vocabulary {} {:?}", words.words, words.unused).unwrap();
+    let phrase = store.phrase_chunks("safety valve opens", 5).unwrap();
+    writeln!(seen, "phrase {}", phrase.len()).unwrap();
+    assert!(store.phrase_chunks("-- !!", 5).unwrap().is_empty());
+
+    // Watches own what they added, and let it go when removed.
+    writeln!(
+        seen,
+        "of watch {}",
+        store.documents_of_watch(watch).unwrap().len()
+    )
+    .unwrap();
+    writeln!(
+        seen,
+        "watch of {:?}",
+        store.document_watch(ids[0]).unwrap() == Some(watch)
+    )
+    .unwrap();
+    store.record_sync(watch, Some("the disk was full")).unwrap();
+    let w = &store.watches().unwrap()[0];
+    writeln!(
+        seen,
+        "watch {} {:?} {:?} {:?}",
+        w.target, w.kind, w.include, w.last_error
+    )
+    .unwrap();
+    // A file renamed: its new path was indexed as a fresh row of the same
+    // body, which the old row takes over.
+    let renamed = document("/notes/renamed.txt", TOPICS[0].0, &v);
+    let fresh = store
+        .write_document(&renamed, holding(&body(0)), &fp)
+        .unwrap();
+    assert!(!fresh.unchanged);
+    store.move_document(ids[0], fresh.id).unwrap();
+    let moved = store.stamp("/notes/renamed.txt").unwrap().unwrap();
+    writeln!(
+        seen,
+        "moved {} {:?}",
+        moved.id == ids[0],
+        store.stamp("/notes/0.txt").unwrap().map(|s| s.id)
+    )
+    .unwrap();
+    store.remove_watch(watch).unwrap();
+    assert!(matches!(
+        store.remove_watch(watch),
+        Err(carrel::Error::UnknownWatch(_))
+    ));
+    writeln!(
+        seen,
+        "owned after {:?}",
+        store.document_watch(ids[1]).unwrap()
+    )
+    .unwrap();
+
+    // Another model: every content is stale until re-embedded.
+    let other = Fingerprints {
+        model: "other".into(),
+        chunk: "other-chunks".into(),
+        card: "other-cards".into(),
+    };
+    let (cards, chunks) = store.coverage(&other.chunk, &other.card).unwrap();
+    writeln!(
+        seen,
+        "coverage {} {} {} {}",
+        cards.indexed, cards.stale, chunks.indexed, chunks.stale
+    )
+    .unwrap();
+    let stale = store.stale_contents(&other.chunk, &other.card).unwrap();
+    writeln!(seen, "stale {}", stale.len()).unwrap();
+    for s in &stale {
+        let b = body(
+            TOPICS
+                .iter()
+                .position(|t| t.0 == s.extracted.title)
+                .unwrap(),
+        );
+        store
+            .write_reembedded(
+                Reembedded {
+                    content_id: s.id,
+                    chunks: Some((&b.chunks, &b.vectors, None)),
+                    card: Some((&b.card, &b.card_vector)),
+                },
+                &other,
+            )
+            .unwrap();
+    }
+    let (cards, chunks) = store.coverage(&other.chunk, &other.card).unwrap();
+    writeln!(seen, "coverage after {} {}", cards.stale, chunks.stale).unwrap();
+    store.remove_document(ids[1]).unwrap();
+    writeln!(seen, "counts {:?}", store.counts().unwrap()).unwrap();
+    let orphans: Vec<_> = store
+        .orphans()
+        .unwrap()
+        .into_iter()
+        .filter(|o| o.1 > 0)
+        .collect();
+    assert!(orphans.is_empty(), "{orphans:?}");
+
+    // Identity, tokens, embedder.
+    let mut me = store.identity().unwrap();
+    writeln!(seen, "identity {} {}", me.kb.as_str(), me.title).unwrap();
+    me = Identity {
+        kb: Kb::parse("team").unwrap(),
+        owner: Some("ana".into()),
+        ..me
+    };
+    store.set_identity(&me).unwrap();
+    writeln!(
+        seen,
+        "identity {} {:?}",
+        store.identity().unwrap().kb.as_str(),
+        store.identity().unwrap().owner
+    )
+    .unwrap();
+    let token = ReadToken::generate().unwrap();
+    let info = store.add_read_token(&token, "ben").unwrap();
+    writeln!(seen, "grants {}", store.grants(&token.digest()).unwrap()).unwrap();
+    writeln!(
+        seen,
+        "tokens {:?}",
+        store
+            .read_tokens()
+            .unwrap()
+            .iter()
+            .map(|t| &t.label)
+            .collect::<Vec<_>>()
+    )
+    .unwrap();
+    writeln!(
+        seen,
+        "revoked {} {}",
+        store.revoke_read_token(info.id).unwrap(),
+        store.grants(&token.digest()).unwrap()
+    )
+    .unwrap();
+    writeln!(seen, "embedder {}", store.embedder().unwrap().name()).unwrap();
+    store
+        .set_embedder(carrel::models::EmbedderKind::ALL[1])
+        .unwrap();
+    writeln!(seen, "embedder {}", store.embedder().unwrap().name()).unwrap();
+
+    // The log, the chat, foreign sources.
+    let entry = LogEntry {
+        at: 5,
+        query: "bees".into(),
+        lane: "topic".into(),
+        doc: ids[0],
+        score: carrel::score::Scored::Cosine(carrel::score::Cosine::new(0.75)),
+        scorer: "s".into(),
+        calibrated: false,
+        admitted: true,
+        decision: "admitted".into(),
+        unjudged: Some("cross-lingual, en → ru".into()),
+    };
+    store
+        .append_log(&[
+            entry.clone(),
+            LogEntry {
+                at: 6,
+                ..entry.clone()
+            },
+        ])
+        .unwrap();
+    let pruned = store
+        .prune_log(
+            Retention {
+                max_rows: 1,
+                max_age_s: 1_000_000,
+            },
+            10,
+        )
+        .unwrap();
+    let log = store.read_log(10).unwrap();
+    writeln!(
+        seen,
+        "log {pruned} {} {} {:?} {:?}",
+        log.len(),
+        log[0].at,
+        log[0].score,
+        log[0].unjudged
+    )
+    .unwrap();
+    store.add_turn("what?", Some("{}"), None).unwrap();
+    store.add_turn("why?", None, Some("no model")).unwrap();
+    let turns = store.turns(5).unwrap();
+    writeln!(
+        seen,
+        "turns {:?}",
+        turns
+            .iter()
+            .map(|t| (&t.message, &t.error))
+            .collect::<Vec<_>>()
+    )
+    .unwrap();
+    writeln!(seen, "cleared {}", store.clear_turns().unwrap()).unwrap();
+    store.put_foreign_source_record("crm", "{\"a\":1}").unwrap();
+    store.put_foreign_source_record("crm", "{\"a\":2}").unwrap();
+    writeln!(
+        seen,
+        "foreign {:?} {:?}",
+        store.foreign_source_records().unwrap(),
+        store.foreign_source_record("nope").unwrap()
+    )
+    .unwrap();
+    writeln!(
+        seen,
+        "forgot {} {}",
+        store.remove_foreign_source_record("crm").unwrap(),
+        store.remove_foreign_source_record("crm").unwrap()
+    )
+    .unwrap();
+    assert!(store.integrity_check().unwrap().starts_with("ok"));
+    assert!(!store.vec_version().unwrap().is_empty());
+    seen
 }

@@ -47,7 +47,7 @@ pub const COMMON_WORD_PASSAGES: usize = 5_000;
 
 /// A letter of a script whose words the index cannot tell apart: Thai,
 /// Hangul, kana and CJK ideographs.
-fn unsegmented(c: char) -> bool {
+pub(crate) fn unsegmented(c: char) -> bool {
     matches!(c,
         '\u{0E00}'..='\u{0E7F}'
         | '\u{1100}'..='\u{11FF}'

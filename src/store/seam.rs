@@ -37,45 +37,27 @@ impl Store {
 }
 
 /// Each method of the seam, dispatched to the backend that holds the
-/// library. `both`: each backend has its own. `sqlite_only`: the
-/// PostgreSQL store does not have it yet and says so, naming it.
+/// library: `reading` methods take the store shared, `writing` ones take it
+/// whole (SQLite's writes hold its one connection's transaction).
 macro_rules! seam {
     (
-        both { $(fn $b:ident(&self $(, $ba:ident: $bt:ty)*) -> $br:ty;)* }
-        both_mut { $(fn $bm:ident(&mut self $(, $bma:ident: $bmt:ty)*) -> $bmr:ty;)* }
-        sqlite_only { $(fn $s:ident(&self $(, $sa:ident: $st:ty)*) -> $sr:ty;)* }
-        sqlite_only_mut { $(fn $sm:ident(&mut self $(, $sma:ident: $smt:ty)*) -> $smr:ty;)* }
+        reading { $(fn $r:ident(&self $(, $ra:ident: $rt:ty)*) -> $rr:ty;)* }
+        writing { $(fn $w:ident(&mut self $(, $wa:ident: $wt:ty)*) -> $wr:ty;)* }
     ) => {
         impl Store {
             $(
-                pub fn $b(&self $(, $ba: $bt)*) -> $br {
+                pub fn $r(&self $(, $ra: $rt)*) -> $rr {
                     match self {
-                        Store::Sqlite(s) => s.$b($($ba),*),
-                        Store::Pg(p) => p.$b($($ba),*),
+                        Store::Sqlite(s) => s.$r($($ra),*),
+                        Store::Pg(p) => p.$r($($ra),*),
                     }
                 }
             )*
             $(
-                pub fn $bm(&mut self $(, $bma: $bmt)*) -> $bmr {
+                pub fn $w(&mut self $(, $wa: $wt)*) -> $wr {
                     match self {
-                        Store::Sqlite(s) => s.$bm($($bma),*),
-                        Store::Pg(p) => p.$bm($($bma),*),
-                    }
-                }
-            )*
-            $(
-                pub fn $s(&self $(, $sa: $st)*) -> $sr {
-                    match self {
-                        Store::Sqlite(s) => s.$s($($sa),*),
-                        Store::Pg(p) => Err(p.not_yet(stringify!($s))),
-                    }
-                }
-            )*
-            $(
-                pub fn $sm(&mut self $(, $sma: $smt)*) -> $smr {
-                    match self {
-                        Store::Sqlite(s) => s.$sm($($sma),*),
-                        Store::Pg(p) => Err(p.not_yet(stringify!($sm))),
+                        Store::Sqlite(s) => s.$w($($wa),*),
+                        Store::Pg(p) => p.$w($($wa),*),
                     }
                 }
             )*
@@ -84,7 +66,7 @@ macro_rules! seam {
 }
 
 seam! {
-    both {
+    reading {
     fn locations(&self, content_id: i64) -> Result<Vec<Location>>;
     fn nearest_cards(&self, query_vec: &[f32], k: usize, fingerprint: &str) -> Result<Vec<NearCard>>;
     fn passage(&self, chunk: i64, content: i64) -> Result<Option<Passage>>;
@@ -95,11 +77,6 @@ seam! {
     fn schema_version(&self) -> Result<i64>;
     fn nearest_chunks(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<(Vec<(i64, f32)>, Search)>;
     fn nearest_chunks_exact(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<Vec<(i64, f32)>>;
-    }
-    both_mut {
-    fn write_document(&mut self, doc: &NewDocument<'_>, holding: Holding<'_>, fp: &Fingerprints) -> Result<Written>;
-    }
-    sqlite_only {
     fn embedder(&self) -> Result<EmbedderKind>;
     fn set_embedder(&self, kind: EmbedderKind) -> Result<()>;
     fn touch(&self, id: i64) -> Result<()>;
@@ -148,7 +125,8 @@ seam! {
     fn documents_of_watch(&self, id: i64) -> Result<Vec<(i64, String, Option<i64>)>>;
     fn document_watch(&self, id: i64) -> Result<Option<i64>>;
     }
-    sqlite_only_mut {
+    writing {
+    fn write_document(&mut self, doc: &NewDocument<'_>, holding: Holding<'_>, fp: &Fingerprints) -> Result<Written>;
     fn remove_document(&mut self, id: i64) -> Result<()>;
     fn append_log(&mut self, rows: &[LogEntry]) -> Result<()>;
     fn remove_watch(&mut self, id: i64) -> Result<()>;

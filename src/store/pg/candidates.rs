@@ -235,22 +235,4 @@ impl PgStore {
             only_chunk: r.get::<_, i64>(5) == 1,
         }))
     }
-
-    /// Row counts: (documents, contents, chunks, cards), and the rows that
-    /// point at nothing (none in a healthy library, crashed or not).
-    pub fn counts(&self) -> Result<([i64; 4], i64)> {
-        let row = self
-            .client()
-            .query_one(
-                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM contents),
-                        (SELECT count(*) FROM chunks), (SELECT count(*) FROM cards),
-                        (SELECT count(*) FROM contents t WHERE NOT EXISTS
-                            (SELECT 1 FROM documents d WHERE d.content_id = t.id))
-                      + (SELECT count(*) FROM contents t WHERE NOT EXISTS
-                            (SELECT 1 FROM cards c WHERE c.content_id = t.id))",
-                &[],
-            )
-            .map_err(|e| self.failed(e))?;
-        Ok(([row.get(0), row.get(1), row.get(2), row.get(3)], row.get(4)))
-    }
 }

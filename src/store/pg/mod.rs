@@ -11,6 +11,10 @@
 //! `lanes/`, once, for both stores.
 
 mod candidates;
+mod contents;
+mod documents;
+mod meta;
+mod watches;
 mod write;
 
 use std::sync::Mutex;
@@ -85,7 +89,74 @@ const MIGRATIONS: &[&str] = &[
         watch_id bigint,
         written_by text NOT NULL
      );
-     CREATE INDEX documents_content ON documents (content_id);",
+     CREATE INDEX documents_content ON documents (content_id);
+     CREATE INDEX documents_watch ON documents (watch_id);
+     CREATE TABLE watches (
+        id bigserial PRIMARY KEY,
+        target text NOT NULL UNIQUE,
+        kind text NOT NULL CHECK (kind IN ('folder', 'url')),
+        interval_s bigint NOT NULL,
+        include text NOT NULL,
+        exclude text NOT NULL,
+        allow_private boolean NOT NULL,
+        created_at bigint NOT NULL,
+        synced_at bigint,
+        last_error text,
+        written_by text NOT NULL
+     );
+     CREATE TABLE identity (
+        id integer PRIMARY KEY CHECK (id = 1),
+        kb text NOT NULL,
+        title text NOT NULL,
+        owner text,
+        description text NOT NULL DEFAULT ''
+     );
+     INSERT INTO identity (id, kb, title) VALUES (1, 'default', 'Default library');
+     CREATE TABLE read_tokens (
+        id bigserial PRIMARY KEY,
+        sha256 text NOT NULL UNIQUE,
+        label text NOT NULL,
+        created bigint NOT NULL
+     );
+     CREATE TABLE chat_turns (
+        id bigserial PRIMARY KEY,
+        asked_at bigint NOT NULL,
+        message text NOT NULL,
+        answer text,
+        error text,
+        written_by text NOT NULL,
+        CHECK ((answer IS NULL) <> (error IS NULL))
+     );
+     CREATE TABLE retrieval_log (
+        id bigserial PRIMARY KEY,
+        at bigint NOT NULL,
+        query text NOT NULL,
+        lane text NOT NULL CHECK (lane IN ('subject', 'topic')),
+        doc bigint NOT NULL,
+        score double precision NOT NULL,
+        scale text NOT NULL CHECK (scale IN ('cosine', 'rerank_logit')),
+        scorer text NOT NULL,
+        calibrated boolean NOT NULL,
+        admitted boolean NOT NULL,
+        decision text NOT NULL,
+        unjudged text
+     );
+     CREATE TABLE foreign_sources (name text PRIMARY KEY, source text NOT NULL);
+     -- Every change to the library's documents or passages moves this
+     -- sequence, so a reader's caches know when to read again (SQLite's
+     -- data_version); a sequence takes no lock, so writers never wait on it.
+     CREATE SEQUENCE carrel_generation;
+     CREATE FUNCTION carrel_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM nextval('carrel_generation');
+            RETURN NULL;
+        END $$;
+     CREATE TRIGGER documents_changed AFTER INSERT OR UPDATE OR DELETE ON documents
+        FOR EACH STATEMENT EXECUTE FUNCTION carrel_bump();
+     CREATE TRIGGER chunks_changed AFTER INSERT OR DELETE ON chunks
+        FOR EACH STATEMENT EXECUTE FUNCTION carrel_bump();
+     CREATE TRIGGER cards_changed AFTER INSERT OR UPDATE OR DELETE ON cards
+        FOR EACH STATEMENT EXECUTE FUNCTION carrel_bump();",
 ];
 
 /// A library on a PostgreSQL server.
@@ -160,14 +231,6 @@ impl PgStore {
         Ok(row.get(0))
     }
 
-    /// What this store cannot do yet, as the error every surface shows.
-    pub(crate) fn not_yet(&self, what: &'static str) -> Error {
-        Error::NotOnPostgresYet {
-            server: self.server.clone(),
-            what,
-        }
-    }
-
     fn client(&self) -> std::sync::MutexGuard<'_, Client> {
         crate::fault::lock(&self.client)
     }
@@ -176,6 +239,79 @@ impl PgStore {
         Error::Postgres {
             server: self.server.clone(),
             err,
+        }
+    }
+}
+
+/// A step that failed: on the server, or in Carrel's own checks.
+pub(super) enum Failed {
+    Server(postgres::Error),
+    Carrel(Error),
+}
+
+impl From<postgres::Error> for Failed {
+    fn from(e: postgres::Error) -> Self {
+        Failed::Server(e)
+    }
+}
+
+/// The small calls every read and write of this store is made of, each
+/// failure named with the server.
+impl PgStore {
+    fn one<T: for<'a> postgres::types::FromSql<'a>>(
+        &self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<T> {
+        let row = self
+            .client()
+            .query_one(sql, params)
+            .map_err(|e| self.failed(e))?;
+        Ok(row.get(0))
+    }
+
+    fn row(
+        &self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Option<postgres::Row>> {
+        self.client()
+            .query_opt(sql, params)
+            .map_err(|e| self.failed(e))
+    }
+
+    fn rows(
+        &self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>> {
+        self.client().query(sql, params).map_err(|e| self.failed(e))
+    }
+
+    fn execute(&self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<u64> {
+        self.client()
+            .execute(sql, params)
+            .map_err(|e| self.failed(e))
+    }
+
+    /// Runs `step` in one transaction: committed when it returns `Ok`,
+    /// rolled back otherwise.
+    fn in_transaction<T>(
+        &self,
+        step: impl FnOnce(&mut postgres::Transaction<'_>) -> std::result::Result<T, Failed>,
+    ) -> Result<T> {
+        let mut client = self.client();
+        let mut tx = client.transaction().map_err(|e| self.failed(e))?;
+        let out = step(&mut tx).map_err(|e| self.failed_or(e))?;
+        tx.commit().map_err(|e| self.failed(e))?;
+        Ok(out)
+    }
+
+    /// The server's failure as the library's error, or Carrel's own.
+    fn failed_or(&self, e: Failed) -> Error {
+        match e {
+            Failed::Server(err) => self.failed(err),
+            Failed::Carrel(err) => err,
         }
     }
 }

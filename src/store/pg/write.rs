@@ -9,11 +9,12 @@
 use pgvector::Vector;
 use postgres::Transaction;
 
-use super::PgStore;
+use super::{Failed, PgStore};
+use crate::card::Card;
 use crate::error::{Error, Result};
 use crate::models::Fingerprints;
 use crate::store::languages::{code_of, settle};
-use crate::store::{ContentToWrite, Holding, NewDocument, Written, now};
+use crate::store::{ContentToWrite, Holding, NewChunk, NewDocument, Reembedded, Written, now};
 
 impl PgStore {
     /// One document, one transaction: its new content (if any), its row,
@@ -133,12 +134,7 @@ impl PgStore {
         })?;
         let extracted = serde_json::to_string(c.extracted)
             .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
-        let own: Vec<(&str, usize)> = c
-            .chunks
-            .iter()
-            .map(|k| (code_of(&k.text), k.text.chars().count()))
-            .collect();
-        let (language, codes) = settle(&own);
+        let (language, _) = languages_of(c.chunks);
         // The hash is unique: of two writers of one body, the second waits
         // for the first's commit and then inserts nothing.
         let inserted = tx.query_opt(
@@ -167,57 +163,39 @@ impl PgStore {
             });
         };
         let content_id: i64 = row.get(0);
-        let insert = tx.prepare(
-            "INSERT INTO chunks (content_id, seq, heading_path, section, start_at, end_at, page, text,
-                language, embedding, fingerprint)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        )?;
-        for (seq, ((k, v), code)) in c.chunks.iter().zip(c.chunk_vectors).zip(&codes).enumerate() {
-            let path = serde_json::to_string(&k.heading_path)
-                .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
-            tx.execute(
-                &insert,
-                &[
-                    &content_id,
-                    &(seq as i32),
-                    &path,
-                    &(k.section as i32),
-                    &(k.start as i32),
-                    &(k.end as i32),
-                    &k.page.map(|p| p as i32),
-                    &k.text,
-                    code,
-                    &Vector::from(v.clone()),
-                    &fp.chunk,
-                ],
-            )?;
-        }
-        let json = |v: &Vec<String>| {
-            serde_json::to_string(v).map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))
-        };
-        tx.execute(
-            "INSERT INTO cards (content_id, title, what, outline, key_terms, text, embedding, fingerprint)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            &[
-                &content_id,
-                &c.card.title,
-                &c.card.what,
-                &json(&c.card.outline)?,
-                &json(&c.card.key_terms)?,
-                &c.card.text(),
-                &Vector::from(card_vector.to_vec()),
-                &fp.card,
-            ],
-        )?;
+        insert_chunks(tx, content_id, c.chunks, c.chunk_vectors, &fp.chunk)?;
+        put_card(tx, content_id, c.card, card_vector, &fp.card)?;
         Ok(content_id)
     }
 
-    /// The server's failure as the library's error, or Carrel's own.
-    fn failed_or(&self, e: Failed) -> Error {
-        match e {
-            Failed::Server(err) => self.failed(err),
-            Failed::Carrel(err) => err,
-        }
+    /// Replaces a stale content's chunks and card with the ones made again,
+    /// in one transaction.
+    pub fn write_reembedded(&self, r: Reembedded<'_>, fp: &Fingerprints) -> Result<()> {
+        self.in_transaction(|tx| {
+            if let Some((chunks, vectors, truncated_at_chunk)) = r.chunks {
+                if chunks.len() != vectors.len() {
+                    return Err(Failed::Carrel(Error::Embedding(format!(
+                        "{} vectors came back for {} chunks",
+                        vectors.len(),
+                        chunks.len()
+                    ))));
+                }
+                tx.execute("DELETE FROM chunks WHERE content_id = $1", &[&r.content_id])?;
+                let language = insert_chunks(tx, r.content_id, chunks, vectors, &fp.chunk)?;
+                tx.execute(
+                    "UPDATE contents SET truncated_at_chunk = $2, language = $3 WHERE id = $1",
+                    &[
+                        &r.content_id,
+                        &truncated_at_chunk.map(|t| t as i64),
+                        &language,
+                    ],
+                )?;
+            }
+            if let Some((card, vector)) = r.card {
+                put_card(tx, r.content_id, card, vector, &fp.card)?;
+            }
+            Ok(())
+        })
     }
 }
 
@@ -225,7 +203,10 @@ impl PgStore {
 /// at it any more. The row is locked first: a writer pointing a document at
 /// it holds a key-share lock until it commits, so this waits, then sees
 /// that document.
-fn collect_garbage(tx: &mut Transaction<'_>, content_id: i64) -> std::result::Result<bool, Failed> {
+pub(super) fn collect_garbage(
+    tx: &mut Transaction<'_>,
+    content_id: i64,
+) -> std::result::Result<bool, Failed> {
     tx.execute(
         "SELECT id FROM contents WHERE id = $1 FOR UPDATE",
         &[&content_id],
@@ -243,14 +224,80 @@ fn collect_garbage(tx: &mut Transaction<'_>, content_id: i64) -> std::result::Re
     Ok(true)
 }
 
-/// A write that failed: on the server, or in Carrel's own checks.
-pub(super) enum Failed {
-    Server(postgres::Error),
-    Carrel(Error),
+/// Each passage's settled language and the content's ([`settle`]).
+fn languages_of(chunks: &[NewChunk]) -> (&'static str, Vec<&'static str>) {
+    let own: Vec<(&'static str, usize)> = chunks
+        .iter()
+        .map(|k| (code_of(&k.text), k.text.chars().count()))
+        .collect();
+    settle(&own)
 }
 
-impl From<postgres::Error> for Failed {
-    fn from(e: postgres::Error) -> Self {
-        Failed::Server(e)
+/// Inserts a content's chunks with their vectors and settled languages;
+/// the content's language.
+fn insert_chunks(
+    tx: &mut Transaction<'_>,
+    content_id: i64,
+    chunks: &[NewChunk],
+    vectors: &[Vec<f32>],
+    fingerprint: &str,
+) -> std::result::Result<&'static str, Failed> {
+    let (language, codes) = languages_of(chunks);
+    let insert = tx.prepare(
+        "INSERT INTO chunks (content_id, seq, heading_path, section, start_at, end_at, page, text,
+            language, embedding, fingerprint)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )?;
+    for (seq, ((k, v), code)) in chunks.iter().zip(vectors).zip(&codes).enumerate() {
+        let path = serde_json::to_string(&k.heading_path)
+            .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
+        tx.execute(
+            &insert,
+            &[
+                &content_id,
+                &(seq as i32),
+                &path,
+                &(k.section as i32),
+                &(k.start as i32),
+                &(k.end as i32),
+                &k.page.map(|p| p as i32),
+                &k.text,
+                code,
+                &Vector::from(v.clone()),
+                &fingerprint,
+            ],
+        )?;
     }
+    Ok(language)
+}
+
+/// Writes (or replaces) a content's card with its vector.
+fn put_card(
+    tx: &mut Transaction<'_>,
+    content_id: i64,
+    card: &Card,
+    vector: &[f32],
+    fingerprint: &str,
+) -> std::result::Result<(), Failed> {
+    let json = |v: &Vec<String>| {
+        serde_json::to_string(v).map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))
+    };
+    tx.execute(
+        "INSERT INTO cards (content_id, title, what, outline, key_terms, text, embedding, fingerprint)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (content_id) DO UPDATE SET title = excluded.title, what = excluded.what,
+            outline = excluded.outline, key_terms = excluded.key_terms, text = excluded.text,
+            embedding = excluded.embedding, fingerprint = excluded.fingerprint",
+        &[
+            &content_id,
+            &card.title,
+            &card.what,
+            &json(&card.outline)?,
+            &json(&card.key_terms)?,
+            &card.text(),
+            &Vector::from(vector.to_vec()),
+            &fingerprint,
+        ],
+    )?;
+    Ok(())
 }

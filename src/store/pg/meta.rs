@@ -1,0 +1,339 @@
+//! What a PostgreSQL library keeps besides documents, as the SQLite store
+//! keeps it: its identity and read tokens, its embedder, the app's chat,
+//! the retrieval log, foreign sources; its languages and vocabulary; and
+//! what `carrel doctor` and the caches read of the server.
+
+use super::PgStore;
+use crate::error::{Error, Result};
+use crate::kb::{Identity, Kb, ReadToken, TokenDigest, TokenInfo};
+use crate::language::Language;
+use crate::models::EmbedderKind;
+use crate::score::Scored;
+use crate::store::keywords::{Vocabulary, match_terms, unsegmented};
+use crate::store::{LogEntry, Retention, StoredTurn, now};
+
+impl PgStore {
+    /// What this library says about itself.
+    pub fn identity(&self) -> Result<Identity> {
+        let r = self
+            .row(
+                "SELECT kb, title, owner, description FROM identity WHERE id = 1",
+                &[],
+            )?
+            .ok_or_else(|| Error::Corrupt("the library has no identity row".into()))?;
+        let kb = Kb::parse(r.get(0))
+            .map_err(|e| Error::Corrupt(format!("the library's stored name: {e}")))?;
+        Ok(Identity {
+            kb,
+            title: r.get(1),
+            owner: r.get(2),
+            description: r.get(3),
+        })
+    }
+
+    /// Replaces what this library says about itself.
+    pub fn set_identity(&self, identity: &Identity) -> Result<()> {
+        self.execute(
+            "UPDATE identity SET kb = $1, title = $2, owner = $3, description = $4 WHERE id = 1",
+            &[
+                &identity.kb.as_str(),
+                &identity.title,
+                &identity.owner,
+                &identity.description,
+            ],
+        )
+        .map(|_| ())
+    }
+
+    /// Keeps a new read token's digest under `label`.
+    pub fn add_read_token(&self, token: &ReadToken, label: &str) -> Result<TokenInfo> {
+        let created = now();
+        let id: i64 = self.one(
+            "INSERT INTO read_tokens (sha256, label, created) VALUES ($1, $2, $3) RETURNING id",
+            &[&token.digest().0, &label, &created],
+        )?;
+        Ok(TokenInfo {
+            id,
+            label: label.to_string(),
+            created,
+        })
+    }
+
+    /// The read tokens, oldest first (never their secrets).
+    pub fn read_tokens(&self) -> Result<Vec<TokenInfo>> {
+        Ok(self
+            .rows(
+                "SELECT id, label, created FROM read_tokens ORDER BY id",
+                &[],
+            )?
+            .iter()
+            .map(|r| TokenInfo {
+                id: r.get(0),
+                label: r.get(1),
+                created: r.get(2),
+            })
+            .collect())
+    }
+
+    /// Whether a token with this digest opens this library.
+    pub fn grants(&self, digest: &TokenDigest) -> Result<bool> {
+        Ok(self
+            .row("SELECT 1 FROM read_tokens WHERE sha256 = $1", &[&digest.0])?
+            .is_some())
+    }
+
+    /// Revokes token `id`; false when there was none.
+    pub fn revoke_read_token(&self, id: i64) -> Result<bool> {
+        Ok(self.execute("DELETE FROM read_tokens WHERE id = $1", &[&id])? > 0)
+    }
+
+    /// The embedder this library was made with; the default for a library
+    /// that never chose one.
+    pub fn embedder(&self) -> Result<EmbedderKind> {
+        let name: Option<String> = self
+            .row("SELECT value FROM carrel_meta WHERE key = 'embedder'", &[])?
+            .map(|r| r.get(0));
+        match name {
+            None => Ok(EmbedderKind::default()),
+            Some(name) => EmbedderKind::parse(&name).ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "the library is embedded with {name}, which this version of Carrel does not know (it knows {})",
+                    EmbedderKind::ALL.map(EmbedderKind::name).join(", ")
+                ))
+            }),
+        }
+    }
+
+    /// Records the embedder this library's vectors are to be made with.
+    pub fn set_embedder(&self, kind: EmbedderKind) -> Result<()> {
+        self.execute(
+            "INSERT INTO carrel_meta (key, value) VALUES ('embedder', $1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&kind.name()],
+        )
+        .map(|_| ())
+    }
+
+    pub fn add_turn(
+        &self,
+        message: &str,
+        answer: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<i64> {
+        self.one(
+            "INSERT INTO chat_turns (asked_at, message, answer, error, written_by)
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+            &[&now(), &message, &answer, &error, &self.writer],
+        )
+    }
+
+    /// The newest `limit` turns, oldest first.
+    pub fn turns(&self, limit: usize) -> Result<Vec<StoredTurn>> {
+        Ok(self
+            .rows(
+                "SELECT id, asked_at, message, answer, error FROM
+                   (SELECT * FROM chat_turns ORDER BY id DESC LIMIT $1) AS newest
+                 ORDER BY id",
+                &[&(limit as i64)],
+            )?
+            .iter()
+            .map(|r| StoredTurn {
+                id: r.get(0),
+                asked_at: r.get(1),
+                message: r.get(2),
+                answer: r.get(3),
+                error: r.get(4),
+            })
+            .collect())
+    }
+
+    /// Deletes every turn; returns how many there were.
+    pub fn clear_turns(&self) -> Result<usize> {
+        Ok(self.execute("DELETE FROM chat_turns", &[])? as usize)
+    }
+
+    /// Appends `rows` in one transaction.
+    pub fn append_log(&self, rows: &[LogEntry]) -> Result<()> {
+        self.in_transaction(|tx| {
+            let insert = tx.prepare(
+                "INSERT INTO retrieval_log (at, query, lane, doc, score, scale, scorer, calibrated,
+                    admitted, decision, unjudged)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )?;
+            for r in rows {
+                tx.execute(
+                    &insert,
+                    &[
+                        &r.at,
+                        &r.query,
+                        &r.lane,
+                        &r.doc,
+                        &(r.score.get() as f64),
+                        &r.score.scale(),
+                        &r.scorer,
+                        &r.calibrated,
+                        &r.admitted,
+                        &r.decision,
+                        &r.unjudged,
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Drops rows past `keep`; how many.
+    pub fn prune_log(&self, keep: Retention, now: i64) -> Result<usize> {
+        let by_count = self.execute(
+            "DELETE FROM retrieval_log WHERE id <= (SELECT max(id) FROM retrieval_log) - $1",
+            &[&(keep.max_rows as i64)],
+        )?;
+        let by_age = self.execute(
+            "DELETE FROM retrieval_log WHERE id IN
+               (SELECT id FROM retrieval_log ORDER BY id LIMIT 10000) AND at < $1",
+            &[&(now - keep.max_age_s)],
+        )?;
+        Ok((by_count + by_age) as usize)
+    }
+
+    /// The newest `limit` entries, newest first.
+    pub fn read_log(&self, limit: usize) -> Result<Vec<LogEntry>> {
+        self.rows(
+            "SELECT at, query, lane, doc, score, scale, scorer, calibrated, admitted, decision, unjudged
+             FROM retrieval_log ORDER BY id DESC LIMIT $1",
+            &[&(limit as i64)],
+        )?
+        .iter()
+        .map(|r| {
+            let scale: String = r.get(5);
+            let score = Scored::from_parts(&scale, r.get::<_, f64>(4))
+                .ok_or_else(|| Error::Corrupt(format!("the retrieval log: unknown scale {scale}")))?;
+            Ok(LogEntry {
+                at: r.get(0),
+                query: r.get(1),
+                lane: r.get(2),
+                doc: r.get(3),
+                score,
+                scorer: r.get(6),
+                calibrated: r.get(7),
+                admitted: r.get(8),
+                decision: r.get(9),
+                unjudged: r.get(10),
+            })
+        })
+        .collect()
+    }
+
+    /// Every foreign source's (name, JSON record), by name.
+    pub fn foreign_source_records(&self) -> Result<Vec<(String, String)>> {
+        Ok(self
+            .rows(
+                "SELECT name, source FROM foreign_sources ORDER BY name",
+                &[],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+    }
+
+    /// The JSON record of the source called `name`, if there is one.
+    pub fn foreign_source_record(&self, name: &str) -> Result<Option<String>> {
+        Ok(self
+            .row(
+                "SELECT source FROM foreign_sources WHERE name = $1",
+                &[&name],
+            )?
+            .map(|r| r.get(0)))
+    }
+
+    /// Saves `record` under `name`, replacing what was there.
+    pub fn put_foreign_source_record(&self, name: &str, record: &str) -> Result<()> {
+        self.execute(
+            "INSERT INTO foreign_sources (name, source) VALUES ($1, $2)
+             ON CONFLICT (name) DO UPDATE SET source = excluded.source",
+            &[&name, &record],
+        )
+        .map(|_| ())
+    }
+
+    /// Forgets the source called `name`; whether there was one.
+    pub fn remove_foreign_source_record(&self, name: &str) -> Result<bool> {
+        Ok(self.execute("DELETE FROM foreign_sources WHERE name = $1", &[&name])? > 0)
+    }
+
+    /// The languages the library's passages are in, most text first.
+    pub fn languages(&self) -> Result<Vec<Language>> {
+        Ok(self
+            .rows(
+                "SELECT language FROM chunks WHERE language IS NOT NULL
+                 GROUP BY language ORDER BY sum(length(text)) DESC",
+                &[],
+            )?
+            .iter()
+            .filter_map(|r| Language::from_code(r.get(0)))
+            .collect())
+    }
+
+    /// The query's content words (those its keyword search reads) that no
+    /// passage of the library uses, in any inflection the index stems alike;
+    /// runs of scripts written without spaces are not counted (as on SQLite).
+    pub fn vocabulary(&self, text: &str) -> Result<Vocabulary> {
+        let terms: Vec<String> = match_terms(text)
+            .iter()
+            .map(|t| t.trim_matches('"').to_string())
+            .filter(|t| !t.chars().any(unsegmented))
+            .collect();
+        let mut unused = Vec::new();
+        for term in &terms {
+            let used = self
+                .row(
+                    "SELECT 1 FROM chunks WHERE words @@ to_tsquery('english', quote_literal($1)) LIMIT 1",
+                    &[term],
+                )?
+                .is_some();
+            if !used {
+                unused.push(term.clone());
+            }
+        }
+        Ok(Vocabulary {
+            words: terms.len(),
+            unused,
+        })
+    }
+
+    /// Up to `k` passages holding `line`'s words as one phrase, in order.
+    pub fn phrase_chunks(&self, line: &str, k: usize) -> Result<Vec<i64>> {
+        if !line.chars().any(char::is_alphanumeric) {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .rows(
+                "SELECT id FROM chunks WHERE words @@ phraseto_tsquery('english', $1) LIMIT $2",
+                &[&line, &(k as i64)],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
+    }
+
+    /// Moves whenever any writer changes the library's documents, passages
+    /// or cards (a sequence the tables' triggers advance).
+    pub fn data_version(&self) -> Result<i64> {
+        self.one("SELECT last_value FROM carrel_generation", &[])
+    }
+
+    /// pgvector's version on the server, for `carrel doctor`.
+    pub fn vec_version(&self) -> Result<String> {
+        self.one(
+            "SELECT 'pgvector ' || extversion FROM pg_extension WHERE extname = 'vector'",
+            &[],
+        )
+    }
+
+    /// The server's own word on the library's health: PostgreSQL checks its
+    /// pages itself, so this says which server answered.
+    pub fn integrity_check(&self) -> Result<String> {
+        let version: String = self.one("SHOW server_version", &[])?;
+        Ok(format!("ok (PostgreSQL {version} at {})", self.server))
+    }
+}
