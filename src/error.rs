@@ -69,6 +69,18 @@ pub enum Error {
     },
 
     #[error(
+        "the PostgreSQL database at {server} holds the library `{held}`, not `{asked}`; join it with `carrel kb create {held} --postgres URL`, or use another database"
+    )]
+    DatabaseHoldsAnother {
+        server: String,
+        held: String,
+        asked: String,
+    },
+
+    #[error("not a PostgreSQL URL Carrel can use: {0}")]
+    BadPostgresUrl(String),
+
+    #[error(
         "the PostgreSQL library at {server} has schema version {found}, newer than this build of Carrel understands ({supported}); \
          upgrade Carrel on this machine"
     )]

@@ -784,3 +784,182 @@ fn exercise(mut store: Store) -> String {
     assert!(!store.vec_version().unwrap().is_empty());
     seen
 }
+
+/// `carrel` as a person runs it, with its own data folder (the shelf).
+fn carrel_home(data: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("carrel"));
+    c.env("XDG_DATA_HOME", data)
+        .env_remove("CARREL_LIBRARY")
+        .env("CARREL_MODELS", common::models_dir())
+        .env_remove("CARREL_LOG");
+    c
+}
+
+fn run_ok(c: &mut std::process::Command) -> String {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What `carrel match --json` says, without what two libraries number or
+/// time differently (document and passage ids, milliseconds), numbers to
+/// 4 places.
+fn comparable(json: &str) -> serde_json::Value {
+    fn strip(v: serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match v {
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .filter(|(k, _)| {
+                        !(k == "doc"
+                            || k == "id"
+                            || k == "chunk"
+                            || k.ends_with("ms")
+                            || k == "search")
+                    })
+                    .map(|(k, v)| (k, strip(v)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.into_iter().map(strip).collect()),
+            Value::Number(n) if n.is_f64() => {
+                serde_json::json!((n.as_f64().unwrap() * 1e4).round() / 1e4)
+            }
+            v => v,
+        }
+    }
+    strip(serde_json::from_str(json).unwrap())
+}
+
+/// A team library made with `carrel kb create --postgres`, added to by two
+/// `carrel add` processes at once over overlapping folders (the same file
+/// in both; one body under two names), holds every document once, each
+/// body once; and `carrel match --json` reads on it what it reads on a
+/// SQLite library of the same documents, both lanes and every score.
+#[test]
+fn two_processes_add_to_a_team_library_and_it_answers_as_sqlite_does() {
+    let server = pg_server::start_postgres();
+    let data = tempfile::tempdir().unwrap();
+    let corpus = common::fixtures().join("labelled").join("corpus");
+    let mut files: Vec<_> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let halves = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    for (i, f) in files.iter().enumerate() {
+        let name = f.file_name().unwrap();
+        std::fs::copy(f, halves[i % 2].path().join(name)).unwrap();
+    }
+    // One body in both folders, under two names.
+    std::fs::copy(&files[0], halves[1].path().join("copy-of-first.md")).unwrap();
+    let url = format!("{}?application_name=carrel-test", server.url);
+    let made = run_ok(carrel_home(data.path()).args(["kb", "create", "team", "--postgres", &url]));
+    assert!(made.starts_with("created        team"), "{made}");
+    run_ok(carrel_home(data.path()).args(["kb", "create", "solo"]));
+    let adders: Vec<_> = halves
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            carrel_home(data.path())
+                .env("CARREL_WRITER", format!("writer-{i}"))
+                .args(["--kb", "team", "add", "--json"])
+                .arg(h.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for a in adders {
+        let out = a.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for h in &halves {
+        run_ok(
+            carrel_home(data.path())
+                .args(["--kb", "solo", "add"])
+                .arg(h.path()),
+        );
+    }
+    let listed = |kb: &str| -> Vec<(String, String)> {
+        let json = run_ok(carrel_home(data.path()).args(["--kb", kb, "list", "--json"]));
+        let docs: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let mut rows: Vec<(String, String)> = docs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let name = d["source"].as_str().unwrap().rsplit('/').next().unwrap();
+                (
+                    name.to_string(),
+                    d["content_hash"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    let team = listed("team");
+    assert_eq!(team.len(), files.len() + 1);
+    assert_eq!(team, listed("solo"), "the same documents and bodies");
+    let mut db = postgres::Client::connect(&server.url, postgres::NoTls).unwrap();
+    let bodies: i64 = db
+        .query_one("SELECT count(*) FROM contents", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        bodies as usize,
+        files.len(),
+        "the shared body is stored once"
+    );
+    let writers: Vec<String> = db
+        .query("SELECT DISTINCT written_by FROM documents ORDER BY 1", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(writers, ["writer-0", "writer-1"]);
+    for q in [
+        "how do bees survive the winter",
+        "chain lubrication",
+        "quantum chromodynamics",
+    ] {
+        let on = |kb: &str| {
+            comparable(&run_ok(
+                carrel_home(data.path()).args(["--kb", kb, "match", "--json", q]),
+            ))
+        };
+        assert_eq!(on("team"), on("solo"), "{q}");
+    }
+    // A second machine joins the same library by its URL; a database
+    // holding it is never made again, and another name is refused.
+    let other = tempfile::tempdir().unwrap();
+    let joined =
+        run_ok(carrel_home(other.path()).args(["kb", "create", "team", "--postgres", &server.url]));
+    assert!(
+        joined.starts_with(&format!("joined         team at 127.0.0.1:")),
+        "{joined}"
+    );
+    assert!(
+        joined.contains(&format!("{} documents", files.len() + 1)),
+        "{joined}"
+    );
+    let out = carrel_home(other.path())
+        .args(["kb", "create", "research", "--postgres", &server.url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("holds the library `team`, not `research`"),
+        "{err}"
+    );
+}

@@ -10,7 +10,7 @@ use crate::library::shared::Scorers;
 use crate::library::shelf::{Shelf, ShelfState, Survey, shelf_path};
 use crate::models::{EmbedderKind, Fingerprints};
 use crate::store::Store;
-use crate::{DATABASE_FILE, Error, Library, LibraryConfig};
+use crate::{Error, Library, LibraryConfig};
 
 /// The arguments of `carrel kb`.
 #[derive(clap::Args)]
@@ -103,6 +103,12 @@ struct CreateArgs {
     /// half the speed
     #[arg(long, value_enum, default_value_t)]
     embedder: EmbedderKind,
+    /// Keep it on a PostgreSQL server with pgvector (a team library many
+    /// people and watchers write into): postgresql://USER@HOST:PORT/DATABASE.
+    /// The password comes from PGPASSWORD or ~/.pgpass and is never kept.
+    /// A database that already holds this library is joined
+    #[arg(long, value_name = "URL")]
+    postgres: Option<String>,
 }
 
 /// `carrel kb describe`'s arguments.
@@ -180,7 +186,7 @@ impl<'a> Here<'a> {
     /// The store of the library on the shelf with this name, and its folder.
     fn open(&self, kb: &str) -> Result<(PathBuf, Store), Error> {
         let dir = self.find(kb)?;
-        let store = Store::open(&dir.join(DATABASE_FILE))?;
+        let store = Store::open_dir(&dir)?;
         Ok((dir, store))
     }
 
@@ -259,8 +265,7 @@ fn create(here: &mut Here, args: &CreateArgs) -> Result<ExitCode, Error> {
             .join("libraries")
             .join(kb.as_str()),
     };
-    let db = dir.join(DATABASE_FILE);
-    if db.exists() {
+    if Store::held_in(&dir) {
         return Err(Error::LibraryExists(dir));
     }
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
@@ -271,20 +276,98 @@ fn create(here: &mut Here, args: &CreateArgs) -> Result<ExitCode, Error> {
         owner: args.owner.clone(),
         description: args.description.clone(),
     };
-    let store = Store::open(&dir.join(DATABASE_FILE))?;
-    store.set_identity(&identity)?;
-    store.set_embedder(args.embedder)?;
+    let made = match &args.postgres {
+        Some(url) => made_on_postgres(&dir, url, &identity, args.embedder)?,
+        None => {
+            let store = Store::open_dir(&dir)?;
+            store.set_identity(&identity)?;
+            store.set_embedder(args.embedder)?;
+            Made::Created {
+                embedder: args.embedder,
+                on: dir.display().to_string(),
+            }
+        }
+    };
     here.shelf.add_local(&dir);
     here.save()?;
-    println!(
-        "created        {} ({}, embedded with {}) at {}; add to it with `carrel --kb {} add PATH`",
-        identity.kb,
-        identity.title,
-        args.embedder,
-        dir.display(),
-        identity.kb
-    );
+    made.print(&identity);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `carrel kb create` made: a new library, or one a PostgreSQL
+/// database held already, joined.
+enum Made {
+    Created {
+        embedder: EmbedderKind,
+        on: String,
+    },
+    Joined {
+        embedder: EmbedderKind,
+        on: String,
+        documents: i64,
+    },
+}
+
+impl Made {
+    fn print(&self, identity: &Identity) {
+        let kb = &identity.kb;
+        match self {
+            Made::Created { embedder, on } => println!(
+                "created        {kb} ({}, embedded with {embedder}) at {on}; add to it with `carrel --kb {kb} add PATH`",
+                identity.title
+            ),
+            Made::Joined {
+                embedder,
+                on,
+                documents,
+            } => println!(
+                "joined         {kb} at {on}: {documents} documents, embedded with {embedder}; add to it with `carrel --kb {kb} add PATH`"
+            ),
+        }
+    }
+}
+
+/// A library on the PostgreSQL server `url`, its folder `dir`: created in
+/// an empty database, or joined when the database holds this very library
+/// (another person or machine made it). A database holding another
+/// library is refused, its rows untouched.
+fn made_on_postgres(
+    dir: &Path,
+    url: &str,
+    identity: &Identity,
+    embedder: EmbedderKind,
+) -> Result<Made, Error> {
+    let (store, had_password) = Store::create_postgres(dir, url)?;
+    let on = format!(
+        "{} (folder {})",
+        Store::server_of_dir(dir)?.unwrap_or_default(),
+        dir.display()
+    );
+    if had_password {
+        eprintln!(
+            "note           the password in the URL was not kept: put it in PGPASSWORD or ~/.pgpass for the next time"
+        );
+    }
+    let held = store.identity()?;
+    let documents = store.document_count()?;
+    if held.kb.as_str() == crate::kb::DEFAULT_KB && documents == 0 {
+        store.set_identity(identity)?;
+        store.set_embedder(embedder)?;
+        return Ok(Made::Created { embedder, on });
+    }
+    if held.kb == identity.kb {
+        return Ok(Made::Joined {
+            embedder: store.embedder()?,
+            on,
+            documents,
+        });
+    }
+    let _ = std::fs::remove_file(dir.join(crate::store::POSTGRES_FILE));
+    Err(Error::DatabaseHoldsAnother {
+        server: Store::server_of_dir(dir)?.unwrap_or_else(|| url.to_string()),
+        held: held.kb.to_string(),
+        asked: identity.kb.to_string(),
+    })
 }
 
 /// `carrel kb rename NAME NEW`.
@@ -303,7 +386,7 @@ fn rename(here: &Here, kb: &str, new_kb: &str) -> Result<ExitCode, Error> {
 
 /// `carrel kb add DIR [--as NAME]`.
 fn add(here: &mut Here, dir: &Path, as_kb: Option<&str>) -> Result<ExitCode, Error> {
-    if !dir.join(DATABASE_FILE).is_file() {
+    if !Store::held_in(dir) {
         return Err(Error::NoLibrary(dir.to_path_buf()));
     }
     let dir = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
@@ -311,7 +394,7 @@ fn add(here: &mut Here, dir: &Path, as_kb: Option<&str>) -> Result<ExitCode, Err
     if survey.libraries.iter().any(|s| s.dir() == Some(&dir)) {
         return Err(Error::LibraryOnShelf(dir));
     }
-    let store = Store::open(&dir.join(DATABASE_FILE))?;
+    let store = Store::open_dir(&dir)?;
     let mut identity = store.identity()?;
     if let Some(new_kb) = as_kb {
         identity.kb = Kb::parse(new_kb)?;
@@ -374,7 +457,7 @@ fn make_token(here: &Here, kbs: &[String], label: &str) -> Result<ExitCode, Erro
     let token = ReadToken::generate().map_err(|e| Error::io("the system's random source", e))?;
     let mut made = Vec::new();
     for (kb, dir) in kbs.iter().zip(&dirs) {
-        let info = Store::open(&dir.join(DATABASE_FILE))?.add_read_token(&token, label)?;
+        let info = Store::open_dir(&dir)?.add_read_token(&token, label)?;
         made.push(format!("`carrel kb revoke {kb} {}`", info.id));
     }
     // The secret alone on stdout, so a script can take it; the rest is for

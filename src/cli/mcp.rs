@@ -32,7 +32,7 @@ pub(super) fn hub(cli: &Cli, kbs: &[String]) -> Result<Hub, Error> {
     let survey = Shelf::load(&shelf_path()?)?.survey(&in_use);
     let models = models(cli)?;
     let one = |dir: std::path::PathBuf| -> Result<Hub, Error> {
-        if !dir.join(crate::DATABASE_FILE).is_file() {
+        if !crate::store::Store::held_in(&dir) {
             return Err(Error::NoLibrary(dir));
         }
         let chosen: Vec<_> = survey
@@ -50,7 +50,7 @@ pub(super) fn hub(cli: &Cli, kbs: &[String]) -> Result<Hub, Error> {
         return one(in_use);
     }
     if kbs.is_empty() {
-        if survey.libraries.len() == 1 && !in_use.join(crate::DATABASE_FILE).is_file() {
+        if survey.libraries.len() == 1 && !crate::store::Store::held_in(&in_use) {
             return Err(Error::NoLibrary(in_use));
         }
         return Ok(Hub::open(&survey.libraries, &models));

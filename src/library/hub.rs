@@ -25,7 +25,6 @@ use crate::kb::{Identity, Kb, ReadToken};
 use crate::lanes::MatchResponse;
 use crate::lanes::merge::{RouteState, RouteStep, SharedLane};
 use crate::models::ModelConfig;
-use crate::paths::DATABASE_FILE;
 use crate::store::Store;
 
 /// One library the hub serves.
@@ -423,7 +422,7 @@ impl Member {
     pub fn library(&self) -> Result<&Arc<Mutex<Library>>> {
         match &self.state {
             MemberState::Open { library, dir, .. } => {
-                if !dir.join(DATABASE_FILE).is_file() {
+                if !Store::held_in(dir) {
                     return Err(Error::LibraryGone(dir.clone()));
                 }
                 Ok(library)
@@ -497,7 +496,7 @@ fn open_member(dir: &Path, models: &ModelConfig) -> MemberState {
     let opened = (|| {
         let library =
             Library::open_existing(LibraryConfig::new(dir.to_path_buf(), models.clone()))?;
-        let side = Store::open(&dir.join(DATABASE_FILE))?;
+        let side = Store::open_dir(dir)?;
         Ok::<_, Error>((side.identity()?, library, side))
     })();
     match opened {

@@ -43,7 +43,6 @@ use crate::error::{Error, Result};
 use crate::ingest::{Cancel, Limits};
 use crate::lanes;
 use crate::models::{EmbedPool, EmbedderKind, ModelConfig, PoolSize, Reranker};
-use crate::paths::DATABASE_FILE;
 use crate::store::Store;
 use retrieval::RerankerSlot;
 
@@ -89,7 +88,7 @@ pub struct Library {
 impl Library {
     pub fn open(mut config: LibraryConfig) -> Result<Library> {
         std::fs::create_dir_all(&config.dir).map_err(|e| Error::io(&config.dir, e))?;
-        let store = Store::open(&config.dir.join(DATABASE_FILE))?;
+        let store = Store::open_dir(&config.dir)?;
         // The library's own embedder, whatever the caller's models say.
         config.models.embedder = store.embedder()?;
         Ok(Library {
@@ -106,7 +105,7 @@ impl Library {
     /// [`Error::NoLibrary`]. Commands that only read use this, so that a
     /// mistyped path is an error and not an empty library.
     pub fn open_existing(config: LibraryConfig) -> Result<Library> {
-        if !config.dir.join(DATABASE_FILE).is_file() {
+        if !Store::held_in(&config.dir) {
             return Err(Error::NoLibrary(config.dir));
         }
         Library::open(config)

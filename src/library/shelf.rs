@@ -274,7 +274,7 @@ impl Shelf {
             .into_iter()
             .map(|dir| {
                 let is_in_use = same_dir(&dir, in_use);
-                let state = if !dir.join(crate::paths::DATABASE_FILE).is_file() {
+                let state = if !Store::held_in(&dir) {
                     if is_in_use {
                         ShelfState::NotCreated
                     } else {
@@ -475,7 +475,7 @@ impl std::fmt::Display for Place {
 
 /// A library's identity and document count, read from its file.
 fn read_identity(dir: &Path) -> Result<(Identity, i64, crate::models::EmbedderKind)> {
-    let store = Store::open(&dir.join(crate::paths::DATABASE_FILE))?;
+    let store = Store::open_dir(dir)?;
     let documents = store.document_count()?;
     Ok((store.identity()?, documents, store.embedder()?))
 }

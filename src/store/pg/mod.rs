@@ -199,7 +199,13 @@ impl PgStore {
             server: server.clone(),
             err,
         };
-        let mut client = Client::connect(url, NoTls).map_err(failed)?;
+        let mut config: postgres::Config = url.parse().map_err(failed)?;
+        if config.get_password().is_none()
+            && let Some(password) = password_for(&config)
+        {
+            config.password(password);
+        }
+        let mut client = config.connect(NoTls).map_err(failed)?;
         migrate(&mut client, &server).map_err(|e| match e {
             Migration::TooNew(found) => Error::PgSchemaTooNew {
                 server: server.clone(),
@@ -316,6 +322,59 @@ impl PgStore {
     }
 }
 
+/// The password `psql` would use for this server, user and database:
+/// `PGPASSWORD`, else the first matching line of `~/.pgpass` (or
+/// `PGPASSFILE`), `host:port:database:user:password`, where `*` matches
+/// anything and `\:` is a colon.
+fn password_for(config: &postgres::Config) -> Option<String> {
+    if let Ok(p) = std::env::var("PGPASSWORD") {
+        return Some(p);
+    }
+    let text = std::fs::read_to_string(crate::store::home::pgpass_file()?).ok()?;
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "localhost".into(),
+    };
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let user = config.get_user().unwrap_or("postgres");
+    let db = config.get_dbname().unwrap_or(user);
+    pgpass_lookup(&text, [&host, &port, db, user])
+}
+
+/// The password of the first `.pgpass` line whose four fields match.
+fn pgpass_lookup(text: &str, wanted: [&str; 4]) -> Option<String> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(pgpass_fields)
+        .find(|f| {
+            f.len() == 5
+                && f[..4]
+                    .iter()
+                    .zip(wanted)
+                    .all(|(have, want)| have == "*" || have == want)
+        })
+        .map(|mut f| f.swap_remove(4))
+}
+
+/// A `.pgpass` line's fields, `\:` and `\\` read as themselves.
+fn pgpass_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => fields.last_mut().unwrap().extend(chars.next()),
+            ':' => fields.push(String::new()),
+            c => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
 enum Migration {
     TooNew(i64),
     Failed(postgres::Error),
@@ -357,4 +416,34 @@ fn migrate(client: &mut Client, server: &str) -> std::result::Result<(), Migrati
     )?;
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgpass_finds_the_first_matching_line() {
+        let text = "# team\ndb:5432:other:ana:no\ndb:*:team:ana:pa\\:ss\n*:*:*:*:any\n";
+        assert_eq!(
+            pgpass_lookup(text, ["db", "5432", "team", "ana"]).as_deref(),
+            Some("pa:ss")
+        );
+        assert_eq!(
+            pgpass_lookup(text, ["elsewhere", "1", "x", "y"]).as_deref(),
+            Some("any")
+        );
+        assert_eq!(
+            pgpass_lookup("db:5432:team:ana\n", ["db", "5432", "team", "ana"]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_server_is_named_without_its_password() {
+        assert_eq!(
+            server_of("postgresql://ana:s3cret@db.example:5433/team"),
+            "db.example:5433/team"
+        );
+    }
 }
