@@ -520,7 +520,8 @@ impl Watcher {
             ..
         } = self;
         match lib.watches() {
-            Ok(w) => *watches = w,
+            // Another machine's watches are its watcher's (a team library).
+            Ok(w) => *watches = w.into_iter().filter(Watch::runs_here).collect(),
             // A busy or briefly unreadable database: keep the list, retry.
             Err(e) => tracing::warn!("could not reload the watches: {e}"),
         }

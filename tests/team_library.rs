@@ -963,3 +963,99 @@ fn two_processes_add_to_a_team_library_and_it_answers_as_sqlite_does() {
         "{err}"
     );
 }
+
+/// A watch belongs to the machine that added it. Machine `b`'s watcher
+/// syncs only its own watch: a file gone from machine `a`'s folder stays
+/// listed, and `a`'s watch is not touched, until `a`'s watcher syncs it;
+/// then only `a`'s document goes, never what `b` or a person added.
+#[test]
+fn each_machine_syncs_only_its_own_watches() {
+    use std::io::{BufRead, BufReader};
+    let server = pg_server::start_postgres();
+    let data = tempfile::tempdir().unwrap();
+    let on = |machine: &str| {
+        let mut c = carrel_home(data.path());
+        c.env("CARREL_MACHINE", machine).args(["--kb", "team"]);
+        c
+    };
+    run_ok(carrel_home(data.path()).args(["kb", "create", "team", "--postgres", &server.url]));
+    let corpus = common::fixtures().join("labelled").join("corpus");
+    let mut files: Vec<_> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let (a_dir, b_dir, by_hand) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    for (dir, f) in [
+        (&a_dir, 0),
+        (&a_dir, 1),
+        (&b_dir, 2),
+        (&b_dir, 4),
+        (&by_hand, 3),
+    ] {
+        std::fs::copy(&files[f], dir.path().join(files[f].file_name().unwrap())).unwrap();
+    }
+    run_ok(on("a").args(["watch", "add"]).arg(a_dir.path()));
+    run_ok(on("b").args(["watch", "add"]).arg(b_dir.path()));
+    run_ok(on("b").arg("add").arg(by_hand.path()));
+    let listed = run_ok(on("b").args(["watch", "list"]));
+    assert!(listed.contains("(on a; its watcher syncs it)"), "{listed}");
+    let count = || -> usize {
+        let json = run_ok(on("b").args(["list", "--json"]));
+        serde_json::from_str::<serde_json::Value>(&json)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(count(), 5);
+    // One of a's files goes, and one of b's; b's watcher runs until it has
+    // synced its watch.
+    std::fs::remove_file(a_dir.path().join(files[0].file_name().unwrap())).unwrap();
+    std::fs::remove_file(b_dir.path().join(files[2].file_name().unwrap())).unwrap();
+    let watched_by = |machine: &str, dir: &std::path::Path| {
+        let mut child = on(machine)
+            .args(["watch", "run"])
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let target = std::fs::canonicalize(dir).unwrap().display().to_string();
+        let mut synced = Vec::new();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if line.starts_with("synced ") {
+                synced.push(line.clone());
+                if line.starts_with(&format!("synced {target}:")) {
+                    break;
+                }
+            }
+        }
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let rest: Vec<String> = lines.map(Result::unwrap).collect();
+        assert_eq!(rest.last().map(String::as_str), Some("stopped"), "{rest:?}");
+        assert!(child.wait().unwrap().success());
+        synced
+    };
+    let b_synced = watched_by("b", b_dir.path());
+    assert_eq!(
+        b_synced.len(),
+        1,
+        "b synced only its own watch: {b_synced:?}"
+    );
+    assert!(b_synced[0].contains("1 removed"), "{b_synced:?}");
+    assert_eq!(
+        count(),
+        4,
+        "a's file is still listed: a's watcher has not run"
+    );
+    let a_synced = watched_by("a", a_dir.path());
+    assert_eq!(a_synced.len(), 1, "{a_synced:?}");
+    assert!(a_synced[0].contains("1 removed"), "{a_synced:?}");
+    assert_eq!(count(), 3, "what b's watch and a person added stays");
+}

@@ -125,8 +125,12 @@ fn list(cli: &Cli, output: Output) -> Result<ExitCode, Error> {
                 crate::store::WatchKind::Folder => "folder",
                 crate::store::WatchKind::Url => "url",
             };
+            let elsewhere = match &w.machine {
+                Some(m) if !w.runs_here() => format!("  (on {m}; its watcher syncs it)"),
+                _ => String::new(),
+            };
             println!(
-                "{:>4}  {:<6} {:>7}s  {:<22} {}",
+                "{:>4}  {:<6} {:>7}s  {:<22} {}{elsewhere}",
                 w.id, kind, w.interval_s, synced, w.target
             );
         }

@@ -122,10 +122,22 @@ pub fn writer() -> String {
         return w.trim().to_string();
     }
     let user = std::env::var("USER").unwrap_or_else(|_| "someone".into());
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    format!("{user}@{}", machine())
+}
+
+/// This machine's name, as a team library's watches record it:
+/// `CARREL_MACHINE`, else the host name.
+pub fn machine() -> String {
+    if let Ok(m) = std::env::var("CARREL_MACHINE")
+        && !m.trim().is_empty()
+    {
+        return m.trim().to_string();
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "this machine".into());
-    format!("{user}@{host}")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "this machine".into())
 }
 
 /// Where `psql` reads passwords from: `PGPASSFILE`, else `~/.pgpass`.

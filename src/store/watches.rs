@@ -41,6 +41,21 @@ pub struct Watch {
     pub synced_at: Option<i64>,
     /// Why the last sync failed, if it did.
     pub last_error: Option<String>,
+    /// The machine whose watcher syncs it, in a team library many machines
+    /// share (a folder is a path on one machine); none in a library of one
+    /// machine, where any watcher syncs it.
+    pub machine: Option<String>,
+}
+
+impl Watch {
+    /// Whether this machine's watcher syncs it: another machine's folder
+    /// is never read here, so nothing it added is removed for being
+    /// missing here.
+    pub fn runs_here(&self) -> bool {
+        self.machine
+            .as_deref()
+            .is_none_or(|m| m == super::home::machine())
+    }
 }
 
 /// A watch to add.
@@ -117,6 +132,7 @@ impl SqliteStore {
                 created_at: r.get(7)?,
                 synced_at: r.get(8)?,
                 last_error: r.get(9)?,
+                machine: None,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

@@ -1356,6 +1356,12 @@ export type Watch = {
 	synced_at: number | null,
 	/**  Why the last sync failed, if it did. */
 	last_error: string | null,
+	/**
+	 *  The machine whose watcher syncs it, in a team library many machines
+	 *  share (a folder is a path on one machine); none in a library of one
+	 *  machine, where any watcher syncs it.
+	 */
+	machine: string | null,
 };
 
 export type WatchKind = "folder" | "url";

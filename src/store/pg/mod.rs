@@ -93,7 +93,7 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX documents_watch ON documents (watch_id);
      CREATE TABLE watches (
         id bigserial PRIMARY KEY,
-        target text NOT NULL UNIQUE,
+        target text NOT NULL,
         kind text NOT NULL CHECK (kind IN ('folder', 'url')),
         interval_s bigint NOT NULL,
         include text NOT NULL,
@@ -102,7 +102,9 @@ const MIGRATIONS: &[&str] = &[
         created_at bigint NOT NULL,
         synced_at bigint,
         last_error text,
-        written_by text NOT NULL
+        written_by text NOT NULL,
+        machine text NOT NULL,
+        UNIQUE (machine, target)
      );
      CREATE TABLE identity (
         id integer PRIMARY KEY CHECK (id = 1),

@@ -1,10 +1,13 @@
 //! Watched folders and URLs of a PostgreSQL library, as on SQLite
 //! (`store/watches.rs`). Each document records the watch that added it, so
 //! a watch's sync, on whichever machine runs it, removes only its own:
-//! never what a person or another watch added.
+//! never what a person or another watch added. A watch belongs to the
+//! machine that added it (a folder is a path on one machine): two machines
+//! may watch folders at the same path, each its own.
 
 use super::PgStore;
 use crate::error::{Error, Result};
+use crate::store::home::machine;
 use crate::store::{NewWatch, Watch, WatchKind, now};
 
 impl PgStore {
@@ -16,8 +19,9 @@ impl PgStore {
             WatchKind::Url => "url",
         };
         let inserted = self.row(
-            "INSERT INTO watches (target, kind, interval_s, include, exclude, allow_private, created_at, written_by)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (target) DO NOTHING RETURNING id",
+            "INSERT INTO watches (target, kind, interval_s, include, exclude, allow_private, created_at,
+                written_by, machine)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (machine, target) DO NOTHING RETURNING id",
             &[
                 &w.target,
                 &kind,
@@ -27,12 +31,16 @@ impl PgStore {
                 &w.allow_private,
                 &now(),
                 &self.writer,
+                &machine(),
             ],
         )?;
         match inserted {
             Some(r) => Ok((r.get(0), true)),
             None => Ok((
-                self.one("SELECT id FROM watches WHERE target = $1", &[&w.target])?,
+                self.one(
+                    "SELECT id FROM watches WHERE machine = $1 AND target = $2",
+                    &[&machine(), &w.target],
+                )?,
                 false,
             )),
         }
@@ -40,7 +48,8 @@ impl PgStore {
 
     pub fn watches(&self) -> Result<Vec<Watch>> {
         self.rows(
-            "SELECT id, target, kind, interval_s, include, exclude, allow_private, created_at, synced_at, last_error
+            "SELECT id, target, kind, interval_s, include, exclude, allow_private, created_at, synced_at, last_error,
+                machine
              FROM watches ORDER BY id",
             &[],
         )?
@@ -66,6 +75,7 @@ impl PgStore {
                 created_at: r.get(7),
                 synced_at: r.get(8),
                 last_error: r.get(9),
+                machine: r.get(10),
             })
         })
         .collect()
