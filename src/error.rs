@@ -77,6 +77,11 @@ pub enum Error {
         asked: String,
     },
 
+    #[error(
+        "a library is copied only into an empty one, and this one holds documents or watches; copy into a new name"
+    )]
+    CopyTargetNotEmpty,
+
     #[error("not a PostgreSQL URL Carrel can use: {0}")]
     BadPostgresUrl(String),
 

@@ -10,7 +10,7 @@ use crate::library::shared::Scorers;
 use crate::library::shelf::{Shelf, ShelfState, Survey, shelf_path};
 use crate::models::{EmbedderKind, Fingerprints};
 use crate::store::Store;
-use crate::{Error, Library, LibraryConfig};
+use crate::{DATABASE_FILE, Error, Library, LibraryConfig};
 
 /// The arguments of `carrel kb`.
 #[derive(clap::Args)]
@@ -79,6 +79,29 @@ enum Command {
     Revoke { kb: String, id: i64 },
     /// Show a library's identity, or change its title, owner or description
     Describe(DescribeArgs),
+    /// Copy a library whole into a new one, on this machine (SQLite) or on a
+    /// PostgreSQL server (--postgres): documents, bodies, passages, cards and
+    /// vectors, watches, read tokens, the kept chat and the log. The
+    /// original stays as it is
+    Copy(CopyArgs),
+}
+
+/// `carrel kb copy`'s arguments.
+#[derive(clap::Args)]
+struct CopyArgs {
+    /// The library to copy
+    kb: String,
+    /// The new library's name
+    new_kb: String,
+    /// Where the new one lives [default: libraries/NEW_KB in the per-user data folder]
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Put the new one on a PostgreSQL server with pgvector, in an empty
+    /// database: postgresql://USER@HOST:PORT/DATABASE
+    #[arg(long, value_name = "URL")]
+    postgres: Option<String>,
+    #[command(flatten)]
+    output: Output,
 }
 
 /// `carrel kb create`'s arguments.
@@ -149,6 +172,7 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
         Command::Tokens { kb, output } => tokens(&here, kb, *output),
         Command::Revoke { kb, id } => revoke(&here, kb, *id),
         Command::Describe(describe_args) => describe(&here, describe_args),
+        Command::Copy(copy_args) => copy(&mut here, copy_args),
     }
 }
 
@@ -259,17 +283,7 @@ fn create(here: &mut Here, args: &CreateArgs) -> Result<ExitCode, Error> {
     let mut models = super::models(here.cli)?;
     models.embedder = args.embedder;
     Fingerprints::of(&models)?;
-    let dir = match &args.dir {
-        Some(d) => d.clone(),
-        None => crate::default_data_dir()?
-            .join("libraries")
-            .join(kb.as_str()),
-    };
-    if Store::held_in(&dir) {
-        return Err(Error::LibraryExists(dir));
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    let dir = std::fs::canonicalize(&dir).map_err(|e| Error::io(&dir, e))?;
+    let dir = new_folder(args.dir.as_deref(), &kb)?;
     let identity = Identity {
         title: args.title.clone().unwrap_or_else(|| kb.to_string()),
         kb,
@@ -292,6 +306,78 @@ fn create(here: &mut Here, args: &CreateArgs) -> Result<ExitCode, Error> {
     here.save()?;
     made.print(&identity);
     Ok(ExitCode::SUCCESS)
+}
+
+/// A new library's folder, made: `dir`, or `libraries/NAME` in the
+/// per-user data folder; one that holds a library already is refused.
+fn new_folder(dir: Option<&Path>, kb: &Kb) -> Result<PathBuf, Error> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => crate::default_data_dir()?
+            .join("libraries")
+            .join(kb.as_str()),
+    };
+    if Store::held_in(&dir) {
+        return Err(Error::LibraryExists(dir));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    std::fs::canonicalize(&dir).map_err(|e| Error::io(&dir, e))
+}
+
+/// `carrel kb copy NAME NEW`: a new library, on this machine or a
+/// PostgreSQL server, holding everything the first one holds, under the
+/// new name.
+fn copy(here: &mut Here, args: &CopyArgs) -> Result<ExitCode, Error> {
+    let (_, from) = here.open(&args.kb)?;
+    let new_kb = Kb::parse(&args.new_kb)?;
+    here.survey().check_free(&new_kb)?;
+    let dir = new_folder(args.dir.as_deref(), &new_kb)?;
+    let copied = (|| {
+        let mut to = match &args.postgres {
+            Some(url) => Store::create_postgres(&dir, url)?.0,
+            None => Store::open_dir(&dir)?,
+        };
+        let copied = from.copy_into(&mut to)?;
+        to.set_identity(&Identity {
+            kb: new_kb.clone(),
+            ..from.identity()?
+        })?;
+        Ok::<_, Error>(copied)
+    })()
+    .inspect_err(|_| forget_new(&dir))?;
+    here.shelf.add_local(&dir);
+    here.save()?;
+    if args.output.json(&copied) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let on = Store::server_of_dir(&dir)?.unwrap_or_else(|| dir.display().to_string());
+    println!(
+        "copied         {} → {new_kb} at {on}: {} documents ({} bodies, {} passages), {} watches, {} read tokens, {} chat turns, {} log rows, {} foreign sources",
+        args.kb,
+        copied.documents,
+        copied.contents,
+        copied.chunks,
+        copied.watches,
+        copied.read_tokens,
+        copied.chat_turns,
+        copied.log_rows,
+        copied.foreign_sources
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Removes what a failed copy made in `dir` (the library file, or the file
+/// naming its server), so the same command can run again; rows a server
+/// took stay there, and the next copy into that database is refused.
+fn forget_new(dir: &Path) {
+    for name in [
+        DATABASE_FILE,
+        "library.sqlite3-wal",
+        "library.sqlite3-shm",
+        crate::store::POSTGRES_FILE,
+    ] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
 }
 
 /// What `carrel kb create` made: a new library, or one a PostgreSQL

@@ -6,6 +6,7 @@
 mod candidates;
 mod chat;
 mod contents;
+pub mod copy;
 mod documents;
 mod foreign;
 pub(crate) mod home;

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use super::copy::{StoredContent, StoredDocument, StoredToken};
 use super::keywords::Vocabulary;
 use super::pg::PgStore;
 use super::signs::Search;
@@ -67,6 +68,10 @@ macro_rules! seam {
 
 seam! {
     reading {
+    fn content_ids(&self) -> Result<Vec<i64>>;
+    fn stored_content(&self, id: i64) -> Result<StoredContent>;
+    fn stored_documents(&self) -> Result<Vec<StoredDocument>>;
+    fn stored_tokens(&self) -> Result<Vec<StoredToken>>;
     fn locations(&self, content_id: i64) -> Result<Vec<Location>>;
     fn nearest_cards(&self, query_vec: &[f32], k: usize, fingerprint: &str) -> Result<Vec<NearCard>>;
     fn passage(&self, chunk: i64, content: i64) -> Result<Option<Passage>>;
@@ -126,6 +131,11 @@ seam! {
     fn document_watch(&self, id: i64) -> Result<Option<i64>>;
     }
     writing {
+    fn import_content(&mut self, c: &StoredContent) -> Result<i64>;
+    fn import_document(&mut self, d: &StoredDocument, content: Option<i64>, watch: Option<i64>) -> Result<()>;
+    fn import_watch(&mut self, w: &Watch) -> Result<i64>;
+    fn import_token(&mut self, t: &StoredToken) -> Result<()>;
+    fn import_turn(&mut self, t: &StoredTurn) -> Result<()>;
     fn write_document(&mut self, doc: &NewDocument<'_>, holding: Holding<'_>, fp: &Fingerprints) -> Result<Written>;
     fn remove_document(&mut self, id: i64) -> Result<()>;
     fn append_log(&mut self, rows: &[LogEntry]) -> Result<()>;

@@ -14,7 +14,7 @@ pub enum WatchKind {
 }
 
 impl WatchKind {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             WatchKind::Folder => "folder",
             WatchKind::Url => "url",

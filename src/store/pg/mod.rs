@@ -12,6 +12,7 @@
 
 mod candidates;
 mod contents;
+mod copy;
 mod documents;
 mod meta;
 mod watches;

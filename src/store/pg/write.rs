@@ -225,7 +225,7 @@ pub(super) fn collect_garbage(
 }
 
 /// Each passage's settled language and the content's ([`settle`]).
-fn languages_of(chunks: &[NewChunk]) -> (&'static str, Vec<&'static str>) {
+pub(super) fn languages_of(chunks: &[NewChunk]) -> (&'static str, Vec<&'static str>) {
     let own: Vec<(&'static str, usize)> = chunks
         .iter()
         .map(|k| (code_of(&k.text), k.text.chars().count()))
@@ -235,7 +235,7 @@ fn languages_of(chunks: &[NewChunk]) -> (&'static str, Vec<&'static str>) {
 
 /// Inserts a content's chunks with their vectors and settled languages;
 /// the content's language.
-fn insert_chunks(
+pub(super) fn insert_chunks(
     tx: &mut Transaction<'_>,
     content_id: i64,
     chunks: &[NewChunk],
@@ -272,7 +272,7 @@ fn insert_chunks(
 }
 
 /// Writes (or replaces) a content's card with its vector.
-fn put_card(
+pub(super) fn put_card(
     tx: &mut Transaction<'_>,
     content_id: i64,
     card: &Card,
