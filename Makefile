@@ -10,7 +10,7 @@ BIN := $(or $(CARGO_TARGET_DIR),target)
 
 SHARED_EVAL ?= ../shared/eval
 
-.PHONY: longest run test package package-test models lint eval answers follow-ups bench bench-embedders bench-writer bench-scale bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
+.PHONY: longest run test package package-test models lint eval answers follow-ups bench bench-embedders bench-writer bench-scale bench-scale-postgresql bench-team bench-mcp bench-foreign bench-startup fixtures reranker desktop-deps ui ui-mock app bindings ui-test e2e clippy bench-peer fuzz
 
 TOOLS := $(BIN)/tools/bin
 
@@ -226,12 +226,31 @@ ASKS ?= 41
 bench-scale: models
 	$(CARGO) build --release --bin carrel --bin carrel-scale
 	$(BIN)/release/carrel eval $(SHARED_EVAL)/cranfield --keep-library $(BIN)/scale/seed > /dev/null
-	@echo "| chunks | cards | db MB | build s | topic p50 / p95 ms | subject p50 / p95 ms | fetch p50 ms: lane (exact KNN) | recall@10 / @100 | RSS while asking, MB: peak (private) |"
-	@echo "|---:|---:|---:|---:|---:|---:|---|---:|---:|"
+	@echo "| store | chunks | cards | db MB | build s | topic p50 / p95 ms | subject p50 / p95 ms | fetch p50 ms: lane (exact) | recall@10 / @100 | card recall | RSS while asking, MB: peak (private) |"
+	@echo "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
 	@for n in $(SIZES); do \
 	  $(BIN)/release/carrel-scale $(BIN)/scale/seed $(SHARED_EVAL)/cranfield/queries.jsonl \
 	    --chunks $$n --work $(BIN)/scale --asks $(ASKS) --json $(BIN)/scale/figures.jsonl || exit 1; \
 	done
+
+## The same synthetic libraries on PostgreSQL + pgvector (HNSW), each copied
+## into its own database of one pgserver started for the run
+## (bench/scale-postgresql.sh), asked the same way; PG_SIZES chunks.
+PG_SIZES ?= 100000
+bench-scale-postgresql: models
+	$(CARGO) build --release --bin carrel --bin carrel-scale
+	[ -d $(BIN)/scale/seed ] || $(BIN)/release/carrel eval $(SHARED_EVAL)/cranfield --keep-library $(BIN)/scale/seed > /dev/null
+	./bench/scale-postgresql.sh $(BIN)/release/carrel-scale $(BIN)/scale/seed \
+	  $(SHARED_EVAL)/cranfield/queries.jsonl $(BIN)/scale "$(PG_SIZES)" $(ASKS)
+
+## Ingest into a team library on PostgreSQL with 1 and 2 writers at once,
+## against the same documents into SQLite, in one run (bench/team.sh):
+## six GNU manuals of the calibration set.
+bench-team: models
+	./tools/calibration/build.sh $(CALIBRATION)
+	$(CARGO) build --release --bin carrel
+	rm -rf $(BIN)/bench-team && mkdir -p $(BIN)/bench-team && for m in sed grep wget gzip m4 diffutils; do cp -r $(CALIBRATION)/corpus/$$m $(BIN)/bench-team/; done
+	./bench/team.sh $(BIN)/release/carrel $(BIN)/bench-team bench/team-latest.json
 
 ## The Rust functions outside tests over 80 lines, longest first (a list
 ## for review, not a gate: tools/longest-functions.py says how it counts).

@@ -1144,3 +1144,30 @@ fn a_library_moves_to_postgresql_and_back_losslessly() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("only into an empty one"));
     assert!(!run_ok(carrel_home(data.path()).args(["kb", "list"])).contains("again"));
 }
+
+/// The shelf names a team library's server; when the server stops
+/// answering, the library is listed unreachable under the name it had,
+/// with when it last answered, never as an empty library.
+#[test]
+fn a_team_library_whose_server_is_down_is_unreachable_on_the_shelf() {
+    let server = pg_server::start_postgres();
+    let data = tempfile::tempdir().unwrap();
+    run_ok(carrel_home(data.path()).args(["kb", "create", "team", "--postgres", &server.url]));
+    let listed = run_ok(carrel_home(data.path()).args(["kb", "list"]));
+    let row = listed.lines().find(|l| l.starts_with("team ")).unwrap();
+    assert!(row.contains("PostgreSQL 127.0.0.1:"), "{listed}");
+    drop(server);
+    let listed = run_ok(carrel_home(data.path()).args(["kb", "list"]));
+    let row = listed.lines().find(|l| l.starts_with("team ")).unwrap();
+    assert!(row.contains("UNREACHABLE (it last answered"), "{listed}");
+    assert!(
+        row.contains("the PostgreSQL library at 127.0.0.1:"),
+        "{listed}"
+    );
+    let out = carrel_home(data.path())
+        .args(["--kb", "team", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "an error, not an empty list");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PostgreSQL library at 127.0.0.1:"));
+}

@@ -15,9 +15,9 @@ use serde::Serialize;
 use carrel::lanes::TOPIC_CANDIDATES;
 use carrel::models::{Fingerprints, ModelConfig};
 use carrel::paths::DATABASE_FILE;
-use carrel::store::SqliteStore;
 use carrel::store::signs::Search;
 use carrel::store::synthetic::{self, Seed};
+use carrel::store::{SqliteStore, Store};
 use carrel::{Library, LibraryConfig};
 
 #[derive(Parser)]
@@ -48,6 +48,10 @@ struct Args {
     /// Also append the figures here as one JSON line
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Ask the same library on PostgreSQL instead: copied (`carrel kb
+    /// copy`'s copy) into this empty database, or reused when it holds it
+    #[arg(long, value_name = "URL")]
+    postgres: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -80,6 +84,11 @@ struct Figures {
     /// fetch found.
     recall_at_10: f64,
     recall_at_100: f64,
+    /// Of the exact nearest cards (as many as the subject lane takes), the
+    /// share its fetch found.
+    card_recall: f64,
+    /// Which store answered: "sqlite" or "postgresql".
+    store: &'static str,
 }
 
 #[derive(serde::Deserialize)]
@@ -94,6 +103,10 @@ fn main() -> Fallible<()> {
     let models = ModelConfig::new(args.models.clone());
     let fp = Fingerprints::of(&models)?;
     let (dir, build_s) = build(&args, &fp)?;
+    let (dir, build_s) = match &args.postgres {
+        Some(url) => on_postgres(&args, &dir, url)?,
+        None => (dir, build_s),
+    };
     let queries: Vec<String> = std::fs::read_to_string(&args.queries)?
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -115,7 +128,7 @@ fn main() -> Fallible<()> {
         chunks: args.chunks,
         cards,
         build_s,
-        db_mb: std::fs::metadata(dir.join(DATABASE_FILE))?.len() as f64 / 1e6,
+        db_mb: database_mb(&dir, args.postgres.as_deref())?,
         queries: topic.len(),
         topic_p50_ms: percentile(&mut topic, 0.50),
         topic_p95_ms: percentile(&mut topic, 0.95),
@@ -129,6 +142,12 @@ fn main() -> Fallible<()> {
         exact_p50_ms: percentile(&mut fetch.exact_ms, 0.50),
         recall_at_10: fetch.hits10 as f64 / fetch.asked10.max(1) as f64,
         recall_at_100: fetch.hits100 as f64 / fetch.asked100.max(1) as f64,
+        card_recall: fetch.card_hits as f64 / fetch.card_asked.max(1) as f64,
+        store: if args.postgres.is_some() {
+            "postgresql"
+        } else {
+            "sqlite"
+        },
     };
     print_row(&figures);
     if let Some(path) = &args.json {
@@ -183,6 +202,46 @@ fn build(args: &Args, fp: &Fingerprints) -> Fallible<(PathBuf, Option<f64>)> {
     Ok((dir, Some(started.elapsed().as_secs_f64())))
 }
 
+/// The synthetic library at `sqlite` copied into the PostgreSQL database
+/// at `url` (kept there: a later run reuses it when it holds as many
+/// chunks): the folder naming it, and the seconds the copy took.
+fn on_postgres(
+    args: &Args,
+    sqlite: &std::path::Path,
+    url: &str,
+) -> Fallible<(PathBuf, Option<f64>)> {
+    let dir = args.work.join(format!("{}-chunks-postgresql", args.chunks));
+    std::fs::create_dir_all(&dir)?;
+    let _ = std::fs::remove_file(dir.join(carrel::store::POSTGRES_FILE));
+    let (mut to, _) = Store::create_postgres(&dir, url)?;
+    let chunks = to.counts()?[2];
+    if chunks == args.chunks as i64 {
+        return Ok((dir, None));
+    }
+    if chunks > 0 {
+        return Err(format!(
+            "{url} holds another library ({chunks} chunks); give an empty database"
+        )
+        .into());
+    }
+    eprintln!("copying {} chunks into {url}", args.chunks);
+    let started = Instant::now();
+    Store::open_dir(sqlite)?.copy_into(&mut to)?;
+    Ok((dir, Some(started.elapsed().as_secs_f64())))
+}
+
+/// The library's size on disk: its SQLite file, or its PostgreSQL
+/// database with indexes.
+fn database_mb(dir: &std::path::Path, postgres: Option<&str>) -> Fallible<f64> {
+    let bytes = match postgres {
+        None => std::fs::metadata(dir.join(DATABASE_FILE))?.len() as i64,
+        Some(url) => postgres::Client::connect(url, postgres::NoTls)?
+            .query_one("SELECT pg_database_size(current_database())", &[])?
+            .get(0),
+    };
+    Ok(bytes as f64 / 1e6)
+}
+
 /// How the topic lane's fetch of its nearest chunks did against
 /// sqlite-vec's exact KNN on the same query vectors.
 struct Fetch {
@@ -194,6 +253,8 @@ struct Fetch {
     asked10: usize,
     hits100: usize,
     asked100: usize,
+    card_hits: usize,
+    card_asked: usize,
 }
 
 /// The topic lane's nearest chunks, fetched the way the lane fetches them
@@ -222,6 +283,8 @@ fn fetch(lib: &mut Library, queries: &[String], asks: usize, fp: &Fingerprints) 
         asked10: 0,
         hits100: 0,
         asked100: 0,
+        card_hits: 0,
+        card_asked: 0,
     };
     for v in &vectors {
         let started = Instant::now();
@@ -240,6 +303,17 @@ fn fetch(lib: &mut Library, queries: &[String], asks: usize, fp: &Fingerprints) 
             }
             (f.hits100, f.asked100) = (f.hits100 + found, f.asked100 + 1);
         }
+        let k = carrel::lanes::SUBJECT_CANDIDATES;
+        let cards: HashSet<i64> = lib
+            .store()
+            .nearest_cards(v, k, &fp.card)?
+            .iter()
+            .map(|c| c.content)
+            .collect();
+        for c in lib.store().nearest_cards_exact(v, k, &fp.card)? {
+            f.card_hits += cards.contains(&c.content) as usize;
+            f.card_asked += 1;
+        }
     }
     Ok(f)
 }
@@ -247,7 +321,8 @@ fn fetch(lib: &mut Library, queries: &[String], asks: usize, fp: &Fingerprints) 
 /// One row of the README's table, its columns in its order.
 fn print_row(figures: &Figures) {
     println!(
-        "| {} | {} | {:.0} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {}: {:.1} ({:.1}) | {:.3} / {:.3} | {:.0} ({:.0}) |",
+        "| {} | {} | {} | {:.0} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {}: {:.1} ({:.1}) | {:.3} / {:.3} | {:.3} | {:.0} ({:.0}) |",
+        figures.store,
         figures.chunks,
         figures.cards,
         figures.db_mb,
@@ -267,6 +342,7 @@ fn print_row(figures: &Figures) {
         figures.exact_p50_ms,
         figures.recall_at_10,
         figures.recall_at_100,
+        figures.card_recall,
         figures.peak_rss_mb,
         figures.private_rss_mb,
     );

@@ -231,7 +231,11 @@ fn list(here: &Here, output: Output) -> Result<ExitCode, Error> {
     );
     for s in &survey.libraries {
         let mark = if s.in_use { "  (in use)" } else { "" };
-        println!("{}", shelf_row(&s.state, &format!("{}{mark}", s.place)));
+        let place = match &s.server {
+            Some(server) => format!("PostgreSQL {server} (folder {})", s.place),
+            None => s.place.to_string(),
+        };
+        println!("{}", shelf_row(&s.state, &format!("{place}{mark}")));
     }
     Ok(ExitCode::SUCCESS)
 }

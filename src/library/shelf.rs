@@ -259,6 +259,9 @@ pub enum Place {
 pub struct Shelved {
     #[serde(flatten)]
     pub place: Place,
+    /// The PostgreSQL server that holds it (host, port, database), for a
+    /// team library; none for one in a file on this machine or on a hub.
+    pub server: Option<String>,
     /// The library the CLI and the app open when no other is named.
     pub in_use: bool,
     #[serde(flatten)]
@@ -274,6 +277,7 @@ impl Shelf {
             .into_iter()
             .map(|dir| {
                 let is_in_use = same_dir(&dir, in_use);
+                let note = Store::server_note(&dir).ok().flatten();
                 let state = if !Store::held_in(&dir) {
                     if is_in_use {
                         ShelfState::NotCreated
@@ -286,25 +290,18 @@ impl Shelf {
                         }
                     }
                 } else {
-                    match read_identity(&dir) {
-                        Ok((identity, documents, embedder)) => ShelfState::Ready {
-                            identity,
-                            documents,
-                            embedder: Some(embedder.name().to_string()),
-                        },
-                        Err(e) => ShelfState::Unavailable {
-                            reason: e.to_string(),
-                        },
-                    }
+                    local_state(&dir, note.as_ref())
                 };
                 Shelved {
                     place: Place::Local { dir },
+                    server: note.map(|n| n.server),
                     in_use: is_in_use,
                     state,
                 }
             })
             .collect();
         libraries.extend(self.remotes().map(|(r, _)| Shelved {
+            server: None,
             place: Place::Hub {
                 url: r.url.clone(),
                 token: r.token().to_string(),
@@ -470,6 +467,37 @@ impl std::fmt::Display for Place {
             Place::Local { dir } => write!(f, "{}", dir.display()),
             Place::Hub { url, .. } => f.write_str(url),
         }
+    }
+}
+
+/// How a library in a folder of this machine stands: read from its file,
+/// or asked of its PostgreSQL server. A server that does not answer is
+/// `Unreachable`, named as it was when it last answered, never an empty
+/// library; each answer is noted in the folder.
+fn local_state(dir: &Path, note: Option<&crate::store::ServerNote>) -> ShelfState {
+    match read_identity(dir) {
+        Ok((identity, documents, embedder)) => {
+            if note.is_some()
+                && let Err(e) = Store::note_answered(dir, identity.kb.as_str())
+            {
+                tracing::warn!("could not note that the server answered: {e}");
+            }
+            ShelfState::Ready {
+                identity,
+                documents,
+                embedder: Some(embedder.name().to_string()),
+            }
+        }
+        Err(e) => match note.and_then(|n| Some((Kb::parse(n.kb.as_deref()?).ok()?, n.last_ok))) {
+            Some((kb, last_ok)) => ShelfState::Unreachable {
+                kb,
+                reason: e.to_string(),
+                last_ok,
+            },
+            None => ShelfState::Unavailable {
+                reason: e.to_string(),
+            },
+        },
     }
 }
 

@@ -91,6 +91,17 @@ impl SqliteStore {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// The same as [`SqliteStore::nearest_cards`]: sqlite-vec's KNN is
+    /// exact.
+    pub fn nearest_cards_exact(
+        &self,
+        query_vec: &[f32],
+        k: usize,
+        fingerprint: &str,
+    ) -> Result<Vec<NearCard>> {
+        self.nearest_cards(query_vec, k, fingerprint)
+    }
+
     /// A passage and what its document's card says; none for a chunk
     /// deleted since the search.
     pub fn passage(&self, chunk: i64, content: i64) -> Result<Option<Passage>> {

@@ -21,6 +21,22 @@ struct PostgresHome {
     /// A `postgresql://` URL without its password (the password comes from
     /// `PGPASSWORD` or `~/.pgpass`, as for `psql`).
     url: String,
+    /// The library's name when the server last answered, so the shelf can
+    /// name it while the server does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kb: Option<String>,
+    /// When the server last answered this machine (unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_ok: Option<i64>,
+}
+
+/// What the shelf knows of a team library's server without asking it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerNote {
+    /// Host, port and database, for people.
+    pub server: String,
+    pub kb: Option<String>,
+    pub last_ok: Option<i64>,
 }
 
 impl Store {
@@ -45,7 +61,11 @@ impl Store {
     pub fn create_postgres(dir: &Path, url: &str) -> Result<(Store, bool)> {
         let (kept, had_password) = without_password(url)?;
         let store = Store::open_postgres(url, &writer())?;
-        let home = PostgresHome { url: kept };
+        let home = PostgresHome {
+            url: kept,
+            kb: None,
+            last_ok: None,
+        };
         let path = dir.join(POSTGRES_FILE);
         let json = serde_json::to_string_pretty(&home).expect("a URL serialises");
         std::fs::write(&path, json + "\n").map_err(|e| Error::io(&path, e))?;
@@ -57,10 +77,38 @@ impl Store {
     pub fn server_of_dir(dir: &Path) -> Result<Option<String>> {
         Ok(postgres_url(dir)?.map(|u| super::pg::server_of(&u)))
     }
+
+    /// What the shelf knows of the server a library's folder names, without
+    /// asking it; none for a SQLite library.
+    pub fn server_note(dir: &Path) -> Result<Option<ServerNote>> {
+        Ok(read_home(dir)?.map(|h| ServerNote {
+            server: super::pg::server_of(&h.url),
+            kb: h.kb,
+            last_ok: h.last_ok,
+        }))
+    }
+
+    /// Notes in a team library's folder that its server answered now, as
+    /// the library `kb` (nothing for a SQLite library).
+    pub fn note_answered(dir: &Path, kb: &str) -> Result<()> {
+        let Some(mut home) = read_home(dir)? else {
+            return Ok(());
+        };
+        home.kb = Some(kb.to_string());
+        home.last_ok = Some(super::now());
+        let path = dir.join(POSTGRES_FILE);
+        let json = serde_json::to_string_pretty(&home).expect("a URL serialises");
+        std::fs::write(&path, json + "\n").map_err(|e| Error::io(&path, e))
+    }
 }
 
 /// The URL a library folder's `postgres.json` holds, if it has one.
 fn postgres_url(dir: &Path) -> Result<Option<String>> {
+    Ok(read_home(dir)?.map(|h| h.url))
+}
+
+/// A library folder's `postgres.json`, if it has one.
+fn read_home(dir: &Path) -> Result<Option<PostgresHome>> {
     let path = dir.join(POSTGRES_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -73,7 +121,7 @@ fn postgres_url(dir: &Path) -> Result<Option<String>> {
             path.display()
         ))
     })?;
-    Ok(Some(home.url))
+    Ok(Some(home))
 }
 
 /// `url` without a password (in its user part or as a `password`

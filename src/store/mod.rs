@@ -32,7 +32,7 @@ pub use chat::StoredTurn;
 pub use contents::Coverage;
 pub use contents::{ChunkRow, NewChunk, StaleContent};
 pub use documents::{Density, DocumentRow, DocumentState, NewDocument, SourceStamp, Validators};
-pub use home::{POSTGRES_FILE, machine, writer};
+pub use home::{POSTGRES_FILE, ServerNote, machine, writer};
 pub use log::{LogEntry, Retention};
 pub use schema::SCHEMA_VERSION;
 pub use seam::Store;

@@ -68,6 +68,7 @@ macro_rules! seam {
 
 seam! {
     reading {
+    fn nearest_cards_exact(&self, query_vec: &[f32], k: usize, fingerprint: &str) -> Result<Vec<NearCard>>;
     fn content_ids(&self) -> Result<Vec<i64>>;
     fn stored_content(&self, id: i64) -> Result<StoredContent>;
     fn stored_documents(&self) -> Result<Vec<StoredDocument>>;

@@ -1144,6 +1144,11 @@ export type ShelfState =
 
 /**  One library on the shelf, surveyed. */
 export type Shelved = {
+	/**
+	 *  The PostgreSQL server that holds it (host, port, database), for a
+	 *  team library; none for one in a file on this machine or on a hub.
+	 */
+	server: string | null,
 	/**  The library the CLI and the app open when no other is named. */
 	in_use: boolean,
 } & Place & ShelfState;

@@ -171,13 +171,37 @@ impl PgStore {
         k: usize,
         fingerprint: &str,
     ) -> Result<Vec<NearCard>> {
+        let ef = format!("SET LOCAL hnsw.ef_search = {}", HNSW_EF_SEARCH.max(k));
+        self.cards_by_vector(&ef, query_vec, k, fingerprint)
+    }
+
+    /// Every card vector of `fingerprint` compared (the index off): what
+    /// the HNSW search's recall is measured against.
+    pub fn nearest_cards_exact(
+        &self,
+        query_vec: &[f32],
+        k: usize,
+        fingerprint: &str,
+    ) -> Result<Vec<NearCard>> {
+        self.cards_by_vector(
+            "SET LOCAL enable_indexscan = off",
+            query_vec,
+            k,
+            fingerprint,
+        )
+    }
+
+    fn cards_by_vector(
+        &self,
+        setting: &str,
+        query_vec: &[f32],
+        k: usize,
+        fingerprint: &str,
+    ) -> Result<Vec<NearCard>> {
         let mut client = self.client();
         let run = |client: &mut postgres::Client| -> std::result::Result<_, postgres::Error> {
             let mut tx = client.transaction()?;
-            tx.batch_execute(&format!(
-                "SET LOCAL hnsw.ef_search = {}",
-                HNSW_EF_SEARCH.max(k)
-            ))?;
+            tx.batch_execute(setting)?;
             let rows = tx.query(
                 "SELECT c.content_id, (c.embedding <=> $1)::real, c.text, c.what, t.hash, t.language
                  FROM cards c JOIN contents t ON t.id = c.content_id

@@ -852,6 +852,30 @@ test("a library another machine shares is added by URL, name and token; a hub th
   await page.close();
 });
 
+test("a team library on a PostgreSQL server shows its server; one whose server is down is unreachable, named as when it last answered", async () => {
+  const { page, errors } = await open(browser, url, {
+    ...library,
+    list_libraries: () => [
+      { dir: "/d/lib", server: null, in_use: true, state: "ready", documents: 3,
+        identity: { kb: "default", title: "Default library", owner: null, description: "" } },
+      { dir: "/d/team", server: "db.example:5432/team", in_use: false, state: "ready", documents: 412,
+        embedder: "all-MiniLM-L6-v2", identity: { kb: "team", title: "Team notes", owner: "Ana", description: "" } },
+      { dir: "/d/ops", server: "ops-db:5432/ops", in_use: false, state: "unreachable", kb: "ops",
+        reason: "the PostgreSQL library at ops-db:5432/ops failed: error connecting to server: Connection refused",
+        last_ok: Math.floor(Date.now() / 1000) - 3 * 86400 },
+    ],
+  });
+  const shelf = page.getByTestId("shelf");
+  await shelf.waitFor();
+  assert.match(await shelf.locator("[data-kb='team']").innerText(),
+    /@kb:team\s+Team notes\s+kept by Ana · 412 documents · all-MiniLM-L6-v2\s+PostgreSQL db.example:5432\/team/);
+  const ops = shelf.locator("[data-state='unreachable']");
+  assert.match(await ops.innerText(),
+    /@kb:ops\s+unreachable \(it last answered 3 d(ays)? ago\): the PostgreSQL library at ops-db:5432\/ops failed: .*Connection refused\s+PostgreSQL ops-db:5432\/ops/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("additions go into the library chosen on the shelf, remembered; another library's folders are added once, never watched", async () => {
   const { page, errors } = await open(browser, url, {
     ...library,
