@@ -285,12 +285,14 @@ impl PgStore {
             .collect();
         let mut unused = Vec::new();
         for term in &terms {
-            let used = self
-                .row(
-                    "SELECT 1 FROM chunks WHERE words @@ to_tsquery('english', quote_literal($1)) LIMIT 1",
-                    &[term],
-                )?
-                .is_some();
+            // A word PostgreSQL's English configuration drops ("before",
+            // "very") is one nearly every passage holds: FTS5 keeps it and
+            // finds it, so it counts as used here too, never unfamiliar.
+            let used: bool = self.one(
+                "SELECT numnode(q) = 0 OR EXISTS (SELECT 1 FROM chunks WHERE words @@ q)
+                 FROM to_tsquery('english', quote_literal($1)) AS q",
+                &[term],
+            )?;
             if !used {
                 unused.push(term.clone());
             }
