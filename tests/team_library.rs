@@ -353,12 +353,7 @@ fn many_writers_store_one_body_once() {
         );
     }
     let mut db = postgres::Client::connect(&pg_server.url, postgres::NoTls).unwrap();
-    let writers: Vec<String> = db
-        .query("SELECT DISTINCT written_by FROM documents ORDER BY 1", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let writers = writers_of(&mut db);
     assert_eq!(writers, vec!["ana", "ben"], "every row says who wrote it");
 }
 
@@ -785,6 +780,26 @@ fn exercise(mut store: Store) -> String {
     seen
 }
 
+/// Who wrote the library's documents, each name once.
+fn writers_of(db: &mut postgres::Client) -> Vec<String> {
+    db.query("SELECT DISTINCT written_by FROM documents ORDER BY 1", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// The labelled set's documents, in name order.
+fn labelled_files() -> Vec<std::path::PathBuf> {
+    let corpus = common::fixtures().join("labelled").join("corpus");
+    let mut files: Vec<_> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
 /// `carrel` as a person runs it, with its own data folder (the shelf).
 fn carrel_home(data: &std::path::Path) -> std::process::Command {
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("carrel"));
@@ -843,12 +858,7 @@ fn comparable(json: &str) -> serde_json::Value {
 fn two_processes_add_to_a_team_library_and_it_answers_as_sqlite_does() {
     let server = pg_server::start_postgres();
     let data = tempfile::tempdir().unwrap();
-    let corpus = common::fixtures().join("labelled").join("corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&corpus)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = labelled_files();
     let halves = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     for (i, f) in files.iter().enumerate() {
         let name = f.file_name().unwrap();
@@ -920,12 +930,7 @@ fn two_processes_add_to_a_team_library_and_it_answers_as_sqlite_does() {
         files.len(),
         "the shared body is stored once"
     );
-    let writers: Vec<String> = db
-        .query("SELECT DISTINCT written_by FROM documents ORDER BY 1", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let writers = writers_of(&mut db);
     assert_eq!(writers, ["writer-0", "writer-1"]);
     for q in [
         "how do bees survive the winter",
@@ -981,12 +986,7 @@ fn each_machine_syncs_only_its_own_watches() {
         c
     };
     run_ok(carrel_home(data.path()).args(["kb", "create", "team", "--postgres", &server.url]));
-    let corpus = common::fixtures().join("labelled").join("corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&corpus)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = labelled_files();
     let (a_dir, b_dir, by_hand) = (
         tempfile::tempdir().unwrap(),
         tempfile::tempdir().unwrap(),

@@ -150,15 +150,7 @@ impl SqliteStore {
                 r.get(0)
             })
             .optional()?;
-        match name {
-            None => Ok(EmbedderKind::default()),
-            Some(name) => EmbedderKind::parse(&name).ok_or_else(|| {
-                Error::Corrupt(format!(
-                    "the library is embedded with {name}, which this version of Carrel does not know (it knows {})",
-                    EmbedderKind::ALL.map(EmbedderKind::name).join(", ")
-                ))
-            }),
-        }
+        stored_embedder(name)
     }
 
     /// Records the embedder this library's vectors are to be made with.
@@ -168,5 +160,19 @@ impl SqliteStore {
             params![kind.name()],
         )?;
         Ok(())
+    }
+}
+
+/// The embedder a library records (its name; none: the default), in either
+/// store; a name this build does not know is a sentence, never a guess.
+pub(crate) fn stored_embedder(name: Option<String>) -> Result<EmbedderKind> {
+    match name {
+        None => Ok(EmbedderKind::default()),
+        Some(name) => EmbedderKind::parse(&name).ok_or_else(|| {
+            Error::Corrupt(format!(
+                "the library is embedded with {name}, which this version of Carrel does not know (it knows {})",
+                EmbedderKind::ALL.map(EmbedderKind::name).join(", ")
+            ))
+        }),
     }
 }

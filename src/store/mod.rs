@@ -10,7 +10,7 @@ pub mod copy;
 mod documents;
 mod foreign;
 pub(crate) mod home;
-mod identity;
+pub(crate) mod identity;
 pub mod keywords;
 pub(crate) mod languages;
 mod log;

@@ -11,9 +11,32 @@ use super::PgStore;
 use crate::error::{Error, Result};
 use crate::language::Language;
 use crate::score::Cosine;
-use crate::store::keywords::match_terms;
+use crate::store::keywords::{COMMON_WORD_PASSAGES, match_terms};
 use crate::store::signs::Search;
 use crate::store::{Location, NearCard, Passage};
+
+/// BM25 over the chunks' `tsvector`s ([`PgStore::keyword_chunks`]): $1 the
+/// query's content words, $2 the most passages a telling word may be in,
+/// $3 how many to return.
+const BM25: &str = "
+    WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1::text))),
+    df AS MATERIALIZED (SELECT q.lexeme, (SELECT count(*) FROM (SELECT 1 FROM chunks
+                 WHERE words @@ quote_literal(q.lexeme)::tsquery LIMIT $2::bigint + 1) AS s)::float8 AS df
+           FROM q),
+    telling AS (SELECT lexeme, df FROM df WHERE df > 0 AND df <= $2::bigint),
+    n AS MATERIALIZED (SELECT greatest(reltuples, (SELECT max(df) FROM telling), 1)::float8 AS n
+          FROM pg_class WHERE oid = 'chunks'::regclass),
+    hits AS (SELECT c.id, length(c.words)::float8 AS len, u.lexeme,
+                    array_length(u.positions, 1)::float8 AS tf
+             FROM chunks c, unnest(c.words) AS u
+             WHERE c.words @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM telling)
+               AND u.lexeme IN (SELECT lexeme FROM telling)),
+    avgdl AS MATERIALIZED (SELECT greatest(avg(len), 1) AS avgdl FROM hits)
+    SELECT h.id FROM hits h JOIN telling t USING (lexeme), n, avgdl
+    GROUP BY h.id
+    ORDER BY sum(ln(1 + (n.n - t.df + 0.5) / (t.df + 0.5))
+                 * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / avgdl.avgdl))) DESC, h.id
+    LIMIT $3::bigint";
 
 /// The HNSW search's candidate list per query (pgvector's `ef_search`,
 /// default 40), set per query.
@@ -80,9 +103,12 @@ impl PgStore {
         run(&mut client).map_err(|e| self.failed(e))
     }
 
-    /// The `k` passages whose words best match `text` (the same content
-    /// words the SQLite store's keyword search reads, any of them), best
-    /// first by `ts_rank_cd`.
+    /// The `k` passages whose words best match `text`, best first, ranked
+    /// by BM25 as SQLite's FTS5 ranks them (k1 1.2, b 0.75): the same
+    /// content words, stemmed by PostgreSQL's English configuration; a
+    /// word in more than [`COMMON_WORD_PASSAGES`] passages is left out, as
+    /// there. A passage's length is its distinct stems (what a `tsvector`
+    /// keeps), and the library's size the planner's estimate.
     pub fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>> {
         let words: Vec<String> = match_terms(text)
             .iter()
@@ -91,16 +117,14 @@ impl PgStore {
         if words.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = self
-            .client()
-            .query(
-                "WITH q AS (SELECT to_tsquery('english', string_agg(quote_literal(w), ' | ')) AS q
-                            FROM unnest($1::text[]) AS w)
-                 SELECT id FROM chunks, q WHERE words @@ q.q
-                 ORDER BY ts_rank_cd(words, q.q) DESC, id LIMIT $2",
-                &[&words, &(k as i64)],
-            )
-            .map_err(|e| self.failed(e))?;
+        let rows = self.rows(
+            BM25,
+            &[
+                &words.join(" "),
+                &(COMMON_WORD_PASSAGES as i64),
+                &(k as i64),
+            ],
+        )?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 

@@ -93,15 +93,7 @@ impl PgStore {
         let name: Option<String> = self
             .row("SELECT value FROM carrel_meta WHERE key = 'embedder'", &[])?
             .map(|r| r.get(0));
-        match name {
-            None => Ok(EmbedderKind::default()),
-            Some(name) => EmbedderKind::parse(&name).ok_or_else(|| {
-                Error::Corrupt(format!(
-                    "the library is embedded with {name}, which this version of Carrel does not know (it knows {})",
-                    EmbedderKind::ALL.map(EmbedderKind::name).join(", ")
-                ))
-            }),
-        }
+        crate::store::identity::stored_embedder(name)
     }
 
     /// Records the embedder this library's vectors are to be made with.

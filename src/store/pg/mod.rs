@@ -56,7 +56,7 @@ const MIGRATIONS: &[&str] = &[
         language text,
         embedding vector(384) NOT NULL,
         fingerprint text NOT NULL,
-        words tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+        words tsvector GENERATED ALWAYS AS (to_tsvector('english', heading_path || ' ' || text)) STORED
      );
      CREATE INDEX chunks_content ON chunks (content_id);
      CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops);
