@@ -8,7 +8,7 @@ pg_start() {
   site=$(./tools/setup-pgvector.sh)
   PG_DIR=$1
   mkdir -p "$PG_DIR/sock"
-  chmod 755 "$PG_DIR"
+  chmod 755 "$PG_DIR" "$(dirname "$PG_DIR")"
   cp -a "$site/pgserver" "$site/pgserver.libs" "$PG_DIR/"
   PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   pg_as_server "$PG_DIR/pgserver/pginstall/bin/initdb -U postgres --auth=trust -E UTF8 --locale=C -D $PG_DIR/data >/dev/null && \
