@@ -836,7 +836,18 @@ fn comparable(json: &str) -> serde_json::Value {
                             || k.ends_with("ms")
                             || k == "search")
                     })
-                    .map(|(k, v)| (k, strip(v)))
+                    .map(|(k, v)| {
+                        let v = strip(v);
+                        // Documents sharing a body are listed oldest first,
+                        // and two writers at once number them in either order.
+                        match (k.as_str(), v) {
+                            ("locations", Value::Array(mut a)) => {
+                                a.sort_by_key(|l| l.to_string());
+                                (k, Value::Array(a))
+                            }
+                            (_, v) => (k, v),
+                        }
+                    })
                     .collect(),
             ),
             Value::Array(a) => Value::Array(a.into_iter().map(strip).collect()),
