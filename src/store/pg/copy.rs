@@ -118,24 +118,16 @@ impl PgStore {
     /// Writes a body copied from another library; its id here.
     pub fn import_content(&self, c: &StoredContent) -> Result<i64> {
         self.in_transaction(|tx| {
-            let (language, _) = super::write::languages_of(&c.chunks);
-            let extracted = serde_json::to_string(&c.extracted)
-                .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO contents (hash, extracted, chars, truncated_at_chunk, reader, language, written_by)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-                    &[
-                        &c.hash,
-                        &extracted,
-                        &(c.extracted.char_count() as i64),
-                        &c.truncated_at_chunk.map(|t| t as i64),
-                        &c.extracted.reader.as_str(),
-                        &language,
-                        &self.writer,
-                    ],
+            let id = self
+                .insert_content_row(
+                    tx,
+                    (&c.hash, &c.extracted, c.truncated_at_chunk),
+                    &c.chunks,
+                    "",
                 )?
-                .get(0);
+                .ok_or_else(|| {
+                    Failed::Carrel(Error::Corrupt(format!("body {} was not stored", c.hash)))
+                })?;
             super::write::insert_chunks(tx, id, &c.chunks, &c.chunk_vectors, &c.chunk_fingerprint)?;
             super::write::put_card(tx, id, &c.card, &c.card_vector, &c.card_fingerprint)?;
             Ok(id)

@@ -12,6 +12,7 @@ use postgres::Transaction;
 use super::{Failed, PgStore};
 use crate::card::Card;
 use crate::error::{Error, Result};
+use crate::extract::Extracted;
 use crate::models::Fingerprints;
 use crate::store::languages::{code_of, settle};
 use crate::store::{ContentToWrite, Holding, NewChunk, NewDocument, Reembedded, Written, now};
@@ -132,25 +133,15 @@ impl PgStore {
         let card_vector = c.card_vector.ok_or_else(|| {
             Failed::Carrel(Error::Embedding("no vector came back for the card".into()))
         })?;
-        let extracted = serde_json::to_string(c.extracted)
-            .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
-        let (language, _) = languages_of(c.chunks);
         // The hash is unique: of two writers of one body, the second waits
         // for the first's commit and then inserts nothing.
-        let inserted = tx.query_opt(
-            "INSERT INTO contents (hash, extracted, chars, truncated_at_chunk, reader, language, written_by)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hash) DO NOTHING RETURNING id",
-            &[
-                &c.hash,
-                &extracted,
-                &(c.extracted.char_count() as i64),
-                &c.truncated_at_chunk.map(|t| t as i64),
-                &c.extracted.reader.as_str(),
-                &language,
-                &self.writer,
-            ],
+        let inserted = self.insert_content_row(
+            tx,
+            (c.hash, c.extracted, c.truncated_at_chunk),
+            c.chunks,
+            "ON CONFLICT (hash) DO NOTHING",
         )?;
-        let Some(row) = inserted else {
+        let Some(content_id) = inserted else {
             let found = tx.query_opt(
                 "SELECT id FROM contents WHERE hash = $1 FOR KEY SHARE",
                 &[&c.hash],
@@ -162,10 +153,40 @@ impl PgStore {
                 )))
             });
         };
-        let content_id: i64 = row.get(0);
         insert_chunks(tx, content_id, c.chunks, c.chunk_vectors, &fp.chunk)?;
         put_card(tx, content_id, c.card, card_vector, &fp.card)?;
         Ok(content_id)
+    }
+
+    /// Inserts a body's row (`conflict`: what a second row of its hash
+    /// does), its language settled from `chunks`; its id, none when the
+    /// conflict clause inserted nothing.
+    pub(super) fn insert_content_row(
+        &self,
+        tx: &mut Transaction<'_>,
+        (hash, extracted, truncated_at_chunk): (&str, &Extracted, Option<usize>),
+        chunks: &[NewChunk],
+        conflict: &str,
+    ) -> std::result::Result<Option<i64>, Failed> {
+        let json = serde_json::to_string(extracted)
+            .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
+        let (language, _) = languages_of(chunks);
+        let row = tx.query_opt(
+            &format!(
+                "INSERT INTO contents (hash, extracted, chars, truncated_at_chunk, reader, language, written_by)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) {conflict} RETURNING id"
+            ),
+            &[
+                &hash,
+                &json,
+                &(extracted.char_count() as i64),
+                &truncated_at_chunk.map(|t| t as i64),
+                &extracted.reader.as_str(),
+                &language,
+                &self.writer,
+            ],
+        )?;
+        Ok(row.map(|r| r.get(0)))
     }
 
     /// Replaces a stale content's chunks and card with the ones made again,
