@@ -95,6 +95,22 @@ pub enum Error {
         supported: i64,
     },
 
+    #[error(
+        "the PostgreSQL library at {server} is a read replica at schema version {found}, older than this build of Carrel's ({supported}); \
+         open it once on its primary, which migrates it, and the replica follows"
+    )]
+    PgReplicaBehind {
+        server: String,
+        found: i64,
+        supported: i64,
+    },
+
+    #[error(
+        "the PostgreSQL library at {server} is a read replica, which answers questions but takes no writes; \
+         add to this library through its primary server"
+    )]
+    PgReadReplica { server: String },
+
     #[error("sqlite-vec did not load into SQLite: {0}")]
     VectorExtension(String),
 

@@ -197,7 +197,7 @@ fn the_lanes_read_the_same_from_both_stores() {
         s.iter().map(|(id, _)| read(*id)).collect()
     };
     let lite_text = |id| lite.chunk_text(id).unwrap().unwrap().1;
-    let pg_text = |id| pg.passage(id, 0).unwrap().unwrap().text;
+    let pg_text = |id| pg.passage(id).unwrap().unwrap().text;
     assert_eq!(texts(&lite_near, &lite_text), texts(&pg_near, &pg_text));
     for ((_, a), (_, b)) in lite_near.iter().zip(&pg_near) {
         assert!((a - b).abs() < 1e-5, "distance {a} against {b}");
@@ -233,8 +233,9 @@ fn the_lanes_read_the_same_from_both_stores() {
     let (first_lite, first_pg) = (lite_near[0].0, pg_near[0].0);
     let content_lite = lite.chunk_content(first_lite).unwrap().unwrap();
     let content_pg = pg.chunk_content(first_pg).unwrap().unwrap();
-    let a = lite.passage(first_lite, content_lite).unwrap().unwrap();
-    let b = pg.passage(first_pg, content_pg).unwrap().unwrap();
+    let a = lite.passage(first_lite).unwrap().unwrap();
+    let b = pg.passage(first_pg).unwrap().unwrap();
+    assert_eq!((a.content, b.content), (content_lite, content_pg));
     assert_eq!(
         (
             &a.heading_path,
@@ -242,7 +243,8 @@ fn the_lanes_read_the_same_from_both_stores() {
             a.page,
             &a.key_terms,
             &a.what,
-            a.only_chunk
+            a.only_chunk,
+            a.language
         ),
         (
             &b.heading_path,
@@ -250,9 +252,39 @@ fn the_lanes_read_the_same_from_both_stores() {
             b.page,
             &b.key_terms,
             &b.what,
-            b.only_chunk
+            b.only_chunk,
+            b.language
         )
     );
+    // The batched reads the lanes make: one read for many ids, a chunk or
+    // content that is gone left out, the same on both stores.
+    let gone = 1_000_000;
+    macro_rules! batch {
+        ($s:expr, $near:expr) => {{
+            let (s, near): (_, &[(i64, f32)]) = (&$s, &$near);
+            let chunks = [near[0].0, near[1].0, gone];
+            let contents = s.chunk_contents(&chunks).unwrap();
+            let passages = s.passages(&chunks).unwrap();
+            let held: Vec<i64> = chunks
+                .iter()
+                .filter_map(|c| contents.get(c))
+                .copied()
+                .collect();
+            let locations = s.locations_of(&[held[0], held[1], gone]).unwrap();
+            let mut texts: Vec<String> = passages.into_values().map(|p| p.text).collect();
+            texts.sort();
+            let mut sources: Vec<String> = locations
+                .into_values()
+                .flatten()
+                .map(|l| l.source)
+                .collect();
+            sources.sort();
+            (contents.len(), texts, sources)
+        }};
+    }
+    let (lite_batch, pg_batch) = (batch!(lite, lite_near), batch!(pg, pg_near));
+    assert_eq!(lite_batch.0, 2);
+    assert_eq!(lite_batch, pg_batch);
     let where_lite: Vec<String> = lite
         .locations(lite.content_by_hash("hash-0").unwrap().unwrap())
         .unwrap()
@@ -1156,6 +1188,57 @@ fn a_library_moves_to_postgresql_and_back_losslessly() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("only into an empty one"));
     assert!(!run_ok(carrel_home(data.path()).args(["kb", "list"])).contains("again"));
+}
+
+/// A reader's machine pointed at a streaming read replica (a hot standby
+/// made by `pg_basebackup`) answers as the primary does, every lane and
+/// score; a write there is refused with a sentence that names what to do,
+/// and nothing is written on the replica to answer (its log is the
+/// primary's).
+#[test]
+fn a_read_replica_answers_as_its_primary_and_refuses_writes() {
+    let primary = pg_server::start_postgres();
+    let (writer, reader) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let corpus = common::fixtures().join("labelled").join("corpus");
+    run_ok(carrel_home(writer.path()).args(["kb", "create", "team", "--postgres", &primary.url]));
+    run_ok(
+        carrel_home(writer.path())
+            .args(["--kb", "team", "add"])
+            .arg(&corpus),
+    );
+    let replica = pg_server::start_replica(&primary);
+    replica.wait_caught_up(&primary);
+    let joined = run_ok(carrel_home(reader.path()).args([
+        "kb",
+        "create",
+        "team",
+        "--postgres",
+        &replica.url,
+    ]));
+    assert!(joined.contains("joined"), "{joined}");
+    for q in [
+        "how do bees survive the winter",
+        "chain lubrication",
+        "sourdough starter",
+    ] {
+        let asked = |home: &std::path::Path| {
+            comparable(&run_ok(
+                carrel_home(home).args(["--kb", "team", "match", "--json", q]),
+            ))
+        };
+        assert_eq!(asked(writer.path()), asked(reader.path()), "{q}");
+    }
+    let out = carrel_home(reader.path())
+        .args(["--kb", "team", "add"])
+        .arg(corpus.join("composting.md"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("is a read replica") && said.contains("its primary"),
+        "{said}"
+    );
 }
 
 /// The shelf names a team library's server; when the server stops

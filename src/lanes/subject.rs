@@ -257,8 +257,11 @@ fn scan(
         unread: Vec::new(),
         weak: Vec::new(),
     };
-    for card in store.nearest_cards(query_vec, SUBJECT_CANDIDATES, fingerprint)? {
-        let locs = store.locations(card.content)?;
+    let cards = store.nearest_cards(query_vec, SUBJECT_CANDIDATES, fingerprint)?;
+    let held: Vec<i64> = cards.iter().map(|c| c.content).collect();
+    let mut locations = store.locations_of(&held)?;
+    for card in cards {
+        let locs = locations.remove(&card.content).unwrap_or_default();
         let Some(first) = locs.first().cloned() else {
             continue;
         };

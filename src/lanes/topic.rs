@@ -115,13 +115,11 @@ pub fn run(
         kind: ScorerKind::Cosine,
         model: model.to_string(),
     };
-    let mut judged = Vec::new();
     let mut terms = QueryTerms::default();
-    for (best, keyword_rank) in pool.in_fused_order() {
-        if let Some(j) = judge(store, q, &mut terms, &scorer, best, keyword_rank)? {
-            judged.push(j);
-        }
-    }
+    let mut judged: Vec<(Candidate, TopicHit)> = Read::of(store, pool.in_fused_order())?
+        .into_iter()
+        .map(|read| judge(q, &mut terms, &scorer, read))
+        .collect();
     // The lane fires only on a passage at its floor that the veto passes,
     // for a query the library's words mostly cover. It says it held back
     // only when it held back such a passage: otherwise the floor or the
@@ -191,11 +189,17 @@ impl Pool {
         nearest: &[(i64, f32)],
         keyword: &[i64],
     ) -> Result<Pool> {
-        // A chunk deleted since the search reads as none.
-        let content = |chunk: i64| store.chunk_content(chunk);
+        // One read for every chunk's content; a chunk deleted since the
+        // search reads as none.
+        let found: Vec<i64> = nearest
+            .iter()
+            .map(|&(c, _)| c)
+            .chain(keyword.iter().copied())
+            .collect();
+        let contents = store.chunk_contents(&found)?;
         let mut best: HashMap<i64, Best> = HashMap::new();
         for &(chunk, distance) in nearest {
-            if let Some(content) = content(chunk)? {
+            if let Some(&content) = contents.get(&chunk) {
                 keep_best(
                     &mut best,
                     Best {
@@ -208,18 +212,28 @@ impl Pool {
         }
         // A document among the nearest already holds its best passage (no
         // chunk outside the nearest is closer); a keyword match only gives
-        // it a keyword rank. Any other match is scored by cosine here.
+        // it a keyword rank. Any other match is scored by cosine here, all
+        // in one read.
         let near: HashSet<i64> = best.keys().copied().collect();
+        let matched: Vec<(i64, i64)> = keyword
+            .iter()
+            .filter_map(|chunk| contents.get(chunk).map(|&content| (*chunk, content)))
+            .collect();
+        let far: Vec<i64> = matched
+            .iter()
+            .filter(|(_, content)| !near.contains(content))
+            .map(|&(chunk, _)| chunk)
+            .collect();
+        // A chunk with no vector yet is not on the lane's scale: absent.
+        let distances: HashMap<i64, f32> = store
+            .chunk_distances(&far, query, fingerprint)?
+            .into_iter()
+            .collect();
         let mut keyword_rank: HashMap<i64, u32> = HashMap::new();
-        for &chunk in keyword {
-            let Some(content) = content(chunk)? else {
-                continue;
-            };
+        for (chunk, content) in matched {
             if !near.contains(&content) {
-                let Some(&(_, distance)) =
-                    store.chunk_distances(&[chunk], query, fingerprint)?.first()
-                else {
-                    continue; // no vector yet: not on the lane's scale
+                let Some(&distance) = distances.get(&chunk) else {
+                    continue;
                 };
                 keep_best(
                     &mut best,
@@ -314,47 +328,79 @@ fn veto(
     }
 }
 
+/// What the lane reads of a candidate once it is its document's best: the
+/// passage with its card and the documents holding it. Read for every
+/// candidate at once, in fused order.
+struct Read {
+    best: Best,
+    keyword_rank: Option<u32>,
+    passage: Passage,
+    /// The oldest document holding the passage, then every one.
+    first: Location,
+    locations: Vec<Location>,
+}
+
+impl Read {
+    /// Each best passage's read, in the order given; one whose chunk is
+    /// gone, or whose content no document holds any more, is left out.
+    fn of(store: &Store, order: Vec<(Best, Option<u32>)>) -> Result<Vec<Read>> {
+        let chunks: Vec<i64> = order.iter().map(|(b, _)| b.chunk).collect();
+        let contents: Vec<i64> = order.iter().map(|(b, _)| b.content).collect();
+        let mut passages = store.passages(&chunks)?;
+        let mut locations = store.locations_of(&contents)?;
+        Ok(order
+            .into_iter()
+            .filter_map(|(best, keyword_rank)| {
+                let locations = locations.remove(&best.content)?;
+                Some(Read {
+                    best,
+                    keyword_rank,
+                    passage: passages.remove(&best.chunk)?,
+                    first: locations.first()?.clone(),
+                    locations,
+                })
+            })
+            .collect())
+    }
+}
+
 /// A document's best passage under the heading veto and its embedder's
-/// topic floor: its candidate (with the decision) and its hit; none when no
-/// document holds its content or its chunk is gone. The veto judges only a
-/// passage in the query's language ([`lexical_rule`]); one it cannot judge
-/// is not vetoed, and its candidate says why.
+/// topic floor: its candidate (with the decision) and its hit. The veto
+/// judges only a passage in the query's language ([`lexical_rule`]); one it
+/// cannot judge is not vetoed, and its candidate says why.
 fn judge(
-    store: &Store,
     q: &LaneQuery<'_>,
     terms: &mut QueryTerms,
     scorer: &ScorerId,
-    best: Best,
-    keyword_rank: Option<u32>,
-) -> Result<Option<(Candidate, TopicHit)>> {
-    let Best {
-        chunk,
-        distance,
-        content,
-    } = best;
-    let Some(Passage {
-        heading_path,
-        text,
-        page,
-        key_terms,
-        what,
-        only_chunk,
-    }) = store.passage(chunk, content)?
-    else {
-        return Ok(None);
-    };
+    read: Read,
+) -> (Candidate, TopicHit) {
+    let Read {
+        best: Best {
+            chunk, distance, ..
+        },
+        keyword_rank,
+        passage:
+            Passage {
+                heading_path,
+                text,
+                page,
+                key_terms,
+                what,
+                only_chunk,
+                language,
+                ..
+            },
+        first,
+        locations: locs,
+    } = read;
     // What the card says of the document's subject: its key terms and its
     // `what:` line (read by the veto where the passage has no headings).
     let card: Vec<String> = key_terms.into_iter().chain(what).collect();
-    let locs: Vec<Location> = store.locations(content)?;
-    let Some(first) = locs.first().cloned() else {
-        return Ok(None);
-    };
     let cosine = Cosine::from_distance(distance);
     // The passage is the whole document when it is its only chunk.
     let whole = only_chunk.then_some(text.as_str());
     let context = VetoContext {
-        language: store.chunk_language(chunk)?,
+        language,
         heading_path: &heading_path,
         title: &first.title,
         card: &card,
@@ -395,7 +441,7 @@ fn judge(
         cosine,
         scorer: scorer.clone(),
     };
-    Ok(Some((candidate, hit)))
+    (candidate, hit)
 }
 
 #[cfg(test)]

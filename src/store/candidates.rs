@@ -3,6 +3,8 @@
 //! with its document's card, and the documents that hold a content. The
 //! lanes decide; this file only fetches, so no lane names a backend.
 
+use std::collections::HashMap;
+
 use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
@@ -30,9 +32,10 @@ pub struct NearCard {
     pub language: Option<Language>,
 }
 
-/// What the heading veto reads of a passage: its headings, text and page,
-/// and what its document's card says (key terms and `what:` line).
+/// What the heading veto reads of a passage: its headings, text, page and
+/// language, and what its document's card says (key terms and `what:` line).
 pub struct Passage {
+    pub content: i64,
     pub heading_path: Vec<String>,
     pub text: String,
     pub page: Option<u32>,
@@ -40,7 +43,13 @@ pub struct Passage {
     pub what: Option<String>,
     /// The passage is its document's only chunk.
     pub only_chunk: bool,
+    /// The passage's language, none when its text does not tell.
+    pub language: Option<Language>,
 }
+
+/// A batch of reads by id: each id found, with what was read of it; an id
+/// not found (deleted since the search) is absent.
+pub type ById<T> = HashMap<i64, T>;
 
 impl SqliteStore {
     /// Every document whose content is `content_id`, oldest first.
@@ -102,43 +111,101 @@ impl SqliteStore {
         self.nearest_cards(query_vec, k, fingerprint)
     }
 
+    /// Each content's documents, oldest first ([`Self::locations`]); a
+    /// content no document holds is absent.
+    pub fn locations_of(&self, contents: &[i64]) -> Result<ById<Vec<Location>>> {
+        let mut found = ById::new();
+        for &content in contents {
+            let locs = self.locations(content)?;
+            if !locs.is_empty() {
+                found.insert(content, locs);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Each chunk's content; a chunk deleted since the search is absent.
+    pub fn chunk_contents(&self, chunks: &[i64]) -> Result<ById<i64>> {
+        let mut found = ById::new();
+        for &chunk in chunks {
+            if let Some(content) = self.chunk_content(chunk)? {
+                found.insert(chunk, content);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Each passage with what its document's card says ([`Self::passage`]).
+    pub fn passages(&self, chunks: &[i64]) -> Result<ById<Passage>> {
+        let mut found = ById::new();
+        for &chunk in chunks {
+            if let Some(p) = self.passage(chunk)? {
+                found.insert(chunk, p);
+            }
+        }
+        Ok(found)
+    }
+
     /// A passage and what its document's card says; none for a chunk
     /// deleted since the search.
-    pub fn passage(&self, chunk: i64, content: i64) -> Result<Option<Passage>> {
+    pub fn passage(&self, chunk: i64) -> Result<Option<Passage>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT c.heading_path, c.text, c.page, d.key_terms, d.what,
-                    (SELECT COUNT(*) FROM chunks o WHERE o.content_id = c.content_id)
+            "SELECT c.content_id, c.heading_path, c.text, c.page, d.key_terms, d.what,
+                    (SELECT COUNT(*) FROM chunks o WHERE o.content_id = c.content_id), c.language
              FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = ?1",
         )?;
-        let Some((path_json, text, page, key_terms_json, what, chunks)) = stmt
+        let Some(row) = stmt
             .query_row([chunk], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<u32>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, i64>(5)?,
-                ))
+                Ok(PassageRow {
+                    content: r.get(0)?,
+                    heading_path: r.get(1)?,
+                    text: r.get(2)?,
+                    page: r.get(3)?,
+                    key_terms: r.get(4)?,
+                    what: r.get(5)?,
+                    chunks: r.get(6)?,
+                    language: r.get(7)?,
+                })
             })
             .optional()?
         else {
             return Ok(None);
         };
-        let heading_path: Vec<String> = serde_json::from_str(&path_json)
+        row.read(chunk).map(Some)
+    }
+}
+
+/// A passage's row as both stores read it, its JSON columns not yet read.
+pub(super) struct PassageRow {
+    pub content: i64,
+    pub heading_path: String,
+    pub text: String,
+    pub page: Option<u32>,
+    pub key_terms: Option<String>,
+    pub what: Option<String>,
+    pub chunks: i64,
+    pub language: Option<String>,
+}
+
+impl PassageRow {
+    /// The passage, its headings and its card's key terms read from JSON.
+    pub fn read(self, chunk: i64) -> Result<Passage> {
+        let heading_path: Vec<String> = serde_json::from_str(&self.heading_path)
             .map_err(|e| Error::Corrupt(format!("chunk {chunk}: {e}")))?;
-        let key_terms: Vec<String> = match key_terms_json {
+        let key_terms: Vec<String> = match self.key_terms {
             Some(j) => serde_json::from_str(&j)
-                .map_err(|e| Error::Corrupt(format!("card of content {content}: {e}")))?,
+                .map_err(|e| Error::Corrupt(format!("card of content {}: {e}", self.content)))?,
             None => Vec::new(),
         };
-        Ok(Some(Passage {
+        Ok(Passage {
+            content: self.content,
             heading_path,
-            text,
-            page,
+            text: self.text,
+            page: self.page,
             key_terms,
-            what,
-            only_chunk: chunks == 1,
-        }))
+            what: self.what,
+            only_chunk: self.chunks == 1,
+            language: self.language.as_deref().and_then(Language::from_code),
+        })
     }
 }

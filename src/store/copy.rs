@@ -86,13 +86,12 @@ impl Store {
             watch_ids.insert(key, to.import_watch(&w)?);
             copied.watches += 1;
         }
-        let mut content_ids = HashMap::new();
-        for id in self.content_ids()? {
-            let c = self.stored_content(id)?;
-            copied.chunks += c.chunks.len();
-            content_ids.insert(c.hash.clone(), to.import_content(&c)?);
-            copied.contents += 1;
-        }
+        // The bodies go in before the search indexes are built, each once,
+        // and built even when a body fails.
+        to.defer_search_indexes()?;
+        let contents = self.copy_contents(to, &mut copied);
+        to.build_search_indexes()?;
+        let content_ids = contents?;
         for d in self.stored_documents()? {
             let content = match &d.content_hash {
                 Some(h) => Some(*content_ids.get(h).ok_or_else(|| {
@@ -124,6 +123,19 @@ impl Store {
             copied.foreign_sources += 1;
         }
         Ok(copied)
+    }
+
+    /// Copies every body with its chunks and card; each one's id in `to`
+    /// by its hash.
+    fn copy_contents(&self, to: &mut Store, copied: &mut Copied) -> Result<HashMap<String, i64>> {
+        let mut content_ids = HashMap::new();
+        for id in self.content_ids()? {
+            let c = self.stored_content(id)?;
+            copied.chunks += c.chunks.len();
+            content_ids.insert(c.hash.clone(), to.import_content(&c)?);
+            copied.contents += 1;
+        }
+        Ok(content_ids)
     }
 }
 
@@ -238,6 +250,17 @@ impl SqliteStore {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Nothing to defer: SQLite's vector and keyword tables take each row
+    /// as it comes.
+    pub fn defer_search_indexes(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// See [`Self::defer_search_indexes`].
+    pub fn build_search_indexes(&mut self) -> Result<()> {
+        Ok(())
     }
 
     /// Writes a body copied from another library; its id here.

@@ -27,7 +27,7 @@ use std::sync::Once;
 
 use rusqlite::Connection;
 
-pub use candidates::{Location, NearCard, Passage};
+pub use candidates::{ById, Location, NearCard, Passage};
 pub use chat::StoredTurn;
 pub use contents::Coverage;
 pub use contents::{ChunkRow, NewChunk, StaleContent};

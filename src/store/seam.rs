@@ -75,8 +75,11 @@ seam! {
     fn stored_tokens(&self) -> Result<Vec<StoredToken>>;
     fn locations(&self, content_id: i64) -> Result<Vec<Location>>;
     fn nearest_cards(&self, query_vec: &[f32], k: usize, fingerprint: &str) -> Result<Vec<NearCard>>;
-    fn passage(&self, chunk: i64, content: i64) -> Result<Option<Passage>>;
+    fn locations_of(&self, contents: &[i64]) -> Result<ById<Vec<Location>>>;
+    fn passage(&self, chunk: i64) -> Result<Option<Passage>>;
+    fn passages(&self, chunks: &[i64]) -> Result<ById<Passage>>;
     fn chunk_content(&self, chunk_id: i64) -> Result<Option<i64>>;
+    fn chunk_contents(&self, chunks: &[i64]) -> Result<ById<i64>>;
     fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>>;
     fn chunk_distances(&self, chunks: &[i64], query: &[f32], fingerprint: &str) -> Result<Vec<(i64, f32)>>;
     fn chunk_language(&self, chunk: i64) -> Result<Option<Language>>;
@@ -132,6 +135,8 @@ seam! {
     fn document_watch(&self, id: i64) -> Result<Option<i64>>;
     }
     writing {
+    fn defer_search_indexes(&mut self) -> Result<()>;
+    fn build_search_indexes(&mut self) -> Result<()>;
     fn import_content(&mut self, c: &StoredContent) -> Result<i64>;
     fn import_document(&mut self, d: &StoredDocument, content: Option<i64>, watch: Option<i64>) -> Result<()>;
     fn import_watch(&mut self, w: &Watch) -> Result<i64>;

@@ -1,3 +1,4 @@
+#![allow(dead_code)] // each test crate that includes this uses its own part
 //! A real PostgreSQL server with pgvector for the tests: PyPI `pgserver`
 //! (pinned; `make test` installs it and names its folder in CARREL_PGVECTOR,
 //! tools/setup-pgvector.sh), started on a loopback port from a temporary
@@ -5,7 +6,7 @@
 //! that need it (`#[path]`), so the others do not build it.
 
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,8 @@ use std::time::{Duration, Instant};
 pub struct Postgres {
     child: Child,
     pub url: String,
+    /// The server's binaries (a replica runs from its primary's).
+    bin: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -94,10 +97,77 @@ pub fn start_postgres() -> Postgres {
         "initdb: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    serve(bin, user, dir, &data)
+}
+
+/// A streaming read replica of `primary` (a hot standby, as
+/// `pg_basebackup -R` makes one), run from the primary's binaries: the
+/// primary must outlive it.
+pub fn start_replica(primary: &Postgres) -> Postgres {
+    let dir = tempfile::tempdir().unwrap();
+    let user = unprivileged();
+    std::fs::create_dir(dir.path().join("sock")).unwrap();
+    if let Some((uid, gid)) = user {
+        let status = Command::new("chown")
+            .arg("-R")
+            .arg(format!("{uid}:{gid}"))
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "chown the replica's folder");
+    }
+    let data = dir.path().join("data");
+    let out = server_command(primary.bin.join("pg_basebackup"), user)
+        .args(["-d", &primary.url, "-R", "-X", "stream", "-D"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "pg_basebackup: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serve(primary.bin.clone(), user, dir, &data)
+}
+
+impl Postgres {
+    /// Waits until this replica has replayed everything `primary` had
+    /// written when called: the event, with a deadline.
+    pub fn wait_caught_up(&self, primary: &Postgres) {
+        let mut p = postgres::Client::connect(&primary.url, postgres::NoTls).unwrap();
+        let lsn: String = p
+            .query_one("SELECT pg_current_wal_lsn()::text", &[])
+            .unwrap()
+            .get(0);
+        let mut r = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let replayed: bool = r
+                .query_one(
+                    "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
+                    &[&lsn],
+                )
+                .unwrap()
+                .get(0);
+            if replayed {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the replica never replayed {lsn}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Starts the server of `data` on a free loopback port and waits until it
+/// takes a connection.
+fn serve(bin: PathBuf, user: Option<(u32, u32)>, dir: tempfile::TempDir, data: &Path) -> Postgres {
     let port = crate::common::free_port();
     let child = server_command(bin.join("postgres"), user)
         .arg("-D")
-        .arg(&data)
+        .arg(data)
         .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
         .args(["-c", "fsync=off", "-k"])
         .arg(dir.path().join("sock"))
@@ -108,6 +178,7 @@ pub fn start_postgres() -> Postgres {
     let pg = Postgres {
         child,
         url: format!("postgresql://postgres@127.0.0.1:{port}/postgres"),
+        bin,
         _dir: dir,
     };
     // Wait until it takes a connection: the event, not a time.

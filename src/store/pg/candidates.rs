@@ -8,12 +8,13 @@
 use pgvector::Vector;
 
 use super::PgStore;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::language::Language;
 use crate::score::Cosine;
+use crate::store::candidates::PassageRow;
 use crate::store::keywords::{COMMON_WORD_PASSAGES, match_terms};
 use crate::store::signs::Search;
-use crate::store::{Location, NearCard, Passage};
+use crate::store::{ById, Location, NearCard, Passage};
 
 /// BM25 over the chunks' `tsvector`s ([`PgStore::keyword_chunks`]): $1 the
 /// query's content words, $2 the most passages a telling word may be in,
@@ -130,11 +131,17 @@ impl PgStore {
 
     /// The content a chunk belongs to; none for a chunk deleted since.
     pub fn chunk_content(&self, chunk: i64) -> Result<Option<i64>> {
-        let row = self
-            .client()
-            .query_opt("SELECT content_id FROM chunks WHERE id = $1", &[&chunk])
-            .map_err(|e| self.failed(e))?;
-        Ok(row.map(|r| r.get(0)))
+        Ok(self.chunk_contents(&[chunk])?.remove(&chunk))
+    }
+
+    /// Each chunk's content, in one round trip; a chunk deleted since the
+    /// search is absent.
+    pub fn chunk_contents(&self, chunks: &[i64]) -> Result<ById<i64>> {
+        let rows = self.rows(
+            "SELECT id, content_id FROM chunks WHERE id = ANY($1)",
+            &[&chunks],
+        )?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
     /// Each chunk's cosine distance to `query` under `fingerprint`; a chunk
@@ -170,21 +177,29 @@ impl PgStore {
 
     /// Every document whose content is `content_id`, oldest first.
     pub fn locations(&self, content_id: i64) -> Result<Vec<Location>> {
-        let rows = self
-            .client()
-            .query(
-                "SELECT id, title, source FROM documents WHERE content_id = $1 ORDER BY id",
-                &[&content_id],
-            )
-            .map_err(|e| self.failed(e))?;
-        Ok(rows
-            .iter()
-            .map(|r| Location {
-                doc: r.get(0),
-                title: r.get(1),
-                source: r.get(2),
-            })
-            .collect())
+        Ok(self
+            .locations_of(&[content_id])?
+            .remove(&content_id)
+            .unwrap_or_default())
+    }
+
+    /// Each content's documents, oldest first, in one round trip; a content
+    /// no document holds is absent.
+    pub fn locations_of(&self, contents: &[i64]) -> Result<ById<Vec<Location>>> {
+        let rows = self.rows(
+            "SELECT content_id, id, title, source FROM documents
+             WHERE content_id = ANY($1) ORDER BY id",
+            &[&contents],
+        )?;
+        let mut found = ById::<Vec<Location>>::new();
+        for r in &rows {
+            found.entry(r.get(0)).or_default().push(Location {
+                doc: r.get(1),
+                title: r.get(2),
+                source: r.get(3),
+            });
+        }
+        Ok(found)
     }
 
     /// The `k` cards nearest the query by cosine, nearest first, among those
@@ -254,33 +269,35 @@ impl PgStore {
 
     /// A passage and what its document's card says; none for a chunk
     /// deleted since the search.
-    pub fn passage(&self, chunk: i64, content: i64) -> Result<Option<Passage>> {
-        let row = self
-            .client()
-            .query_opt(
-                "SELECT c.heading_path, c.text, c.page, d.key_terms, d.what,
-                        (SELECT count(*) FROM chunks o WHERE o.content_id = c.content_id)
-                 FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id WHERE c.id = $1",
-                &[&chunk],
-            )
-            .map_err(|e| self.failed(e))?;
-        let Some(r) = row else {
-            return Ok(None);
-        };
-        let heading_path: Vec<String> = serde_json::from_str(r.get(0))
-            .map_err(|e| Error::Corrupt(format!("chunk {chunk}: {e}")))?;
-        let key_terms: Vec<String> = match r.get::<_, Option<&str>>(3) {
-            Some(j) => serde_json::from_str(j)
-                .map_err(|e| Error::Corrupt(format!("card of content {content}: {e}")))?,
-            None => Vec::new(),
-        };
-        Ok(Some(Passage {
-            heading_path,
-            text: r.get(1),
-            page: r.get::<_, Option<i32>>(2).map(|p| p as u32),
-            key_terms,
-            what: r.get(4),
-            only_chunk: r.get::<_, i64>(5) == 1,
-        }))
+    pub fn passage(&self, chunk: i64) -> Result<Option<Passage>> {
+        Ok(self.passages(&[chunk])?.remove(&chunk))
+    }
+
+    /// Each passage with what its document's card says, in one round trip;
+    /// a chunk deleted since the search is absent.
+    pub fn passages(&self, chunks: &[i64]) -> Result<ById<Passage>> {
+        let rows = self.rows(
+            "SELECT c.id, c.content_id, c.heading_path, c.text, c.page, d.key_terms, d.what,
+                    (SELECT count(*) FROM chunks o WHERE o.content_id = c.content_id), c.language
+             FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id
+             WHERE c.id = ANY($1)",
+            &[&chunks],
+        )?;
+        let mut found = ById::new();
+        for r in &rows {
+            let chunk: i64 = r.get(0);
+            let row = PassageRow {
+                content: r.get(1),
+                heading_path: r.get(2),
+                text: r.get(3),
+                page: r.get::<_, Option<i32>>(4).map(|p| p as u32),
+                key_terms: r.get(5),
+                what: r.get(6),
+                chunks: r.get(7),
+                language: r.get(8),
+            };
+            found.insert(chunk, row.read(chunk)?);
+        }
+        Ok(found)
     }
 }

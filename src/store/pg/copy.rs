@@ -8,7 +8,47 @@ use crate::error::{Error, Result};
 use crate::store::copy::{StoredContent, StoredDocument, StoredToken};
 use crate::store::{NewChunk, StoredTurn, Watch};
 
+/// The search indexes, each made if it is missing: the chunks' and cards'
+/// HNSW graphs and the chunks' words. A copy into an empty library drops
+/// them and builds each once at its end ([`PgStore::defer_search_indexes`]),
+/// rather than inserting every row into each; opening a library makes any
+/// that a copy killed midway left missing.
+pub(super) const SEARCH_INDEXES: &str = "
+    CREATE INDEX IF NOT EXISTS chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops);
+    CREATE INDEX IF NOT EXISTS chunks_words ON chunks USING gin (words);
+    CREATE INDEX IF NOT EXISTS cards_embedding ON cards USING hnsw (embedding vector_cosine_ops);";
+
+/// The memory an index build may take before pgvector's HNSW build goes to
+/// disk (many times slower): a million 384-dimension vectors' graph fits.
+const INDEX_BUILD_MEMORY: &str = "2GB";
+
 impl PgStore {
+    /// Drops the search indexes of this (empty) library before a copy
+    /// fills it; [`Self::build_search_indexes`] makes them again.
+    pub fn defer_search_indexes(&mut self) -> Result<()> {
+        self.client()
+            .batch_execute("DROP INDEX IF EXISTS chunks_embedding, chunks_words, cards_embedding")
+            .map_err(|e| self.failed(e))
+    }
+
+    /// Makes the search indexes after a copy, each in one pass over its
+    /// table, and the planner's statistics of what was copied.
+    pub fn build_search_indexes(&mut self) -> Result<()> {
+        tracing::info!(server = %self.server, "building the search indexes");
+        self.make_search_indexes()?;
+        self.execute("ANALYZE chunks, cards", &[]).map(|_| ())
+    }
+
+    /// Makes any missing search index.
+    pub(super) fn make_search_indexes(&self) -> Result<()> {
+        self.client()
+            .batch_execute(&format!(
+                "SET maintenance_work_mem = '{INDEX_BUILD_MEMORY}'; {SEARCH_INDEXES}
+                 RESET maintenance_work_mem;"
+            ))
+            .map_err(|e| self.failed(e))
+    }
+
     /// Every body's id, in the order stored.
     pub fn content_ids(&self) -> Result<Vec<i64>> {
         Ok(self

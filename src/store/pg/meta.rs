@@ -144,38 +144,47 @@ impl PgStore {
         Ok(self.execute("DELETE FROM chat_turns", &[])? as usize)
     }
 
-    /// Appends `rows` in one transaction.
+    /// Appends `rows` in one statement (one round trip, however many). A
+    /// read replica keeps no log (its primary's is the library's): nothing
+    /// is written there.
     pub fn append_log(&self, rows: &[LogEntry]) -> Result<()> {
-        self.in_transaction(|tx| {
-            let insert = tx.prepare(
-                "INSERT INTO retrieval_log (at, query, lane, doc, score, scale, scorer, calibrated,
-                    admitted, decision, unjudged)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-            )?;
-            for r in rows {
-                tx.execute(
-                    &insert,
-                    &[
-                        &r.at,
-                        &r.query,
-                        &r.lane,
-                        &r.doc,
-                        &(r.score.get() as f64),
-                        &r.score.scale(),
-                        &r.scorer,
-                        &r.calibrated,
-                        &r.admitted,
-                        &r.decision,
-                        &r.unjudged,
-                    ],
-                )?;
-            }
-            Ok(())
-        })
+        if self.replica || rows.is_empty() {
+            return Ok(());
+        }
+        let column = |f: fn(&LogEntry) -> String| rows.iter().map(f).collect::<Vec<String>>();
+        let at: Vec<i64> = rows.iter().map(|r| r.at).collect();
+        let doc: Vec<i64> = rows.iter().map(|r| r.doc).collect();
+        let score: Vec<f64> = rows.iter().map(|r| r.score.get() as f64).collect();
+        let flags = |f: fn(&LogEntry) -> bool| rows.iter().map(f).collect::<Vec<bool>>();
+        let unjudged: Vec<Option<String>> = rows.iter().map(|r| r.unjudged.clone()).collect();
+        self.execute(
+            "INSERT INTO retrieval_log (at, query, lane, doc, score, scale, scorer, calibrated,
+                admitted, decision, unjudged)
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[],
+                $5::float8[], $6::text[], $7::text[], $8::bool[], $9::bool[], $10::text[],
+                $11::text[])",
+            &[
+                &at,
+                &column(|r| r.query.clone()),
+                &column(|r| r.lane.clone()),
+                &doc,
+                &score,
+                &column(|r| r.score.scale().to_string()),
+                &column(|r| r.scorer.clone()),
+                &flags(|r| r.calibrated),
+                &flags(|r| r.admitted),
+                &column(|r| r.decision.clone()),
+                &unjudged,
+            ],
+        )
+        .map(|_| ())
     }
 
     /// Drops rows past `keep`; how many.
     pub fn prune_log(&self, keep: Retention, now: i64) -> Result<usize> {
+        if self.replica {
+            return Ok(0);
+        }
         let by_count = self.execute(
             "DELETE FROM retrieval_log WHERE id <= (SELECT max(id) FROM retrieval_log) - $1",
             &[&(keep.max_rows as i64)],

@@ -170,6 +170,9 @@ pub struct PgStore {
     server: String,
     /// Who this process writes as: the library's owner or a writer's name.
     writer: String,
+    /// The server is a read replica (a hot standby): it is read, and its
+    /// primary is written.
+    replica: bool,
 }
 
 /// The server a URL names, without its password.
@@ -209,19 +212,39 @@ impl PgStore {
             config.password(password);
         }
         let mut client = config.connect(NoTls).map_err(failed)?;
-        migrate(&mut client, &server).map_err(|e| match e {
+        // A read replica (a hot standby) is read as it is: its primary
+        // migrates it and makes its indexes.
+        let replica: bool = client
+            .query_one("SELECT pg_is_in_recovery()", &[])
+            .map_err(failed)?
+            .get(0);
+        let schema = match replica {
+            true => check_version(&mut client),
+            false => migrate(&mut client, &server),
+        };
+        schema.map_err(|e| match e {
             Migration::TooNew(found) => Error::PgSchemaTooNew {
+                server: server.clone(),
+                found,
+                supported: PG_SCHEMA_VERSION,
+            },
+            Migration::ReplicaBehind(found) => Error::PgReplicaBehind {
                 server: server.clone(),
                 found,
                 supported: PG_SCHEMA_VERSION,
             },
             Migration::Failed(err) => failed(err),
         })?;
-        Ok(PgStore {
+        let store = PgStore {
             client: Mutex::new(client),
             server,
             writer: writer.to_string(),
-        })
+            replica,
+        };
+        if !replica {
+            store.make_search_indexes()?;
+        }
+        Ok(store)
     }
 
     /// The server, as every sentence about this library names it.
@@ -245,6 +268,12 @@ impl PgStore {
     }
 
     fn failed(&self, err: postgres::Error) -> Error {
+        if self.replica && err.code() == Some(&postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION)
+        {
+            return Error::PgReadReplica {
+                server: self.server.clone(),
+            };
+        }
         Error::Postgres {
             server: self.server.clone(),
             err,
@@ -380,12 +409,41 @@ fn pgpass_fields(line: &str) -> Vec<String> {
 
 enum Migration {
     TooNew(i64),
+    /// A replica whose primary has not migrated it to this Carrel's schema.
+    ReplicaBehind(i64),
     Failed(postgres::Error),
 }
 
 impl From<postgres::Error> for Migration {
     fn from(e: postgres::Error) -> Self {
         Migration::Failed(e)
+    }
+}
+
+/// The schema version the database holds, none before the first migration.
+fn stored_version(
+    client: &mut impl postgres::GenericClient,
+) -> std::result::Result<i64, postgres::Error> {
+    let held: bool = client
+        .query_one("SELECT to_regclass('carrel_meta') IS NOT NULL", &[])?
+        .get(0);
+    if !held {
+        return Ok(0);
+    }
+    Ok(client
+        .query_opt(
+            "SELECT value::bigint FROM carrel_meta WHERE key = 'schema_version'",
+            &[],
+        )?
+        .map_or(0, |r| r.get(0)))
+}
+
+/// A replica's schema, which this Carrel reads only at its own version.
+fn check_version(client: &mut Client) -> std::result::Result<(), Migration> {
+    match stored_version(client)? {
+        PG_SCHEMA_VERSION => Ok(()),
+        found if found > PG_SCHEMA_VERSION => Err(Migration::TooNew(found)),
+        found => Err(Migration::ReplicaBehind(found)),
     }
 }
 
@@ -399,12 +457,7 @@ fn migrate(client: &mut Client, server: &str) -> std::result::Result<(), Migrati
         "CREATE EXTENSION IF NOT EXISTS vector;
          CREATE TABLE IF NOT EXISTS carrel_meta (key text PRIMARY KEY, value text NOT NULL);",
     )?;
-    let found: i64 = tx
-        .query_opt(
-            "SELECT value::bigint FROM carrel_meta WHERE key = 'schema_version'",
-            &[],
-        )?
-        .map_or(0, |r| r.get(0));
+    let found = stored_version(&mut tx)?;
     if found > PG_SCHEMA_VERSION {
         return Err(Migration::TooNew(found));
     }
