@@ -3,7 +3,9 @@
 # size, carrel-scale builds (or reuses) the SQLite library, copies it into
 # its own database of one pgserver started here, and asks it as it asks
 # SQLite; the SQLite row of the same size is printed beside it, from the
-# same run.
+# same run. The largest size is then asked again through a streaming read
+# replica of that server (pg_basebackup, a hot standby, on the same
+# machine): what a replica serves.
 # usage: bench/scale-postgresql.sh CARREL_SCALE SEED QUERIES WORK "SIZES" ASKS
 set -euo pipefail
 scale=$1 seed=$2 queries=$3 work=$4 sizes=$5 asks=$6
@@ -18,3 +20,6 @@ for n in $sizes; do
   rm -rf "$work/$n-chunks-postgresql"
   "$scale" "$seed" "$queries" --chunks "$n" --work "$work" --asks "$asks" --json "$work/figures.jsonl" --postgres "$url"
 done
+pg_replica
+"$scale" "$seed" "$queries" --chunks "$n" --work "$work" --asks "$asks" --json "$work/figures.jsonl" \
+  --postgres "postgresql://postgres@127.0.0.1:$PG_REPLICA_PORT/scale_$n"

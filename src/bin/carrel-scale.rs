@@ -50,6 +50,8 @@ struct Args {
     json: Option<PathBuf>,
     /// Ask the same library on PostgreSQL instead: copied (`carrel kb
     /// copy`'s copy) into this empty database, or reused when it holds it
+    /// (a read replica of the database it was copied into is asked as it
+    /// is)
     #[arg(long, value_name = "URL")]
     postgres: Option<String>,
 }
@@ -87,7 +89,9 @@ struct Figures {
     /// Of the exact nearest cards (as many as the subject lane takes), the
     /// share its fetch found.
     card_recall: f64,
-    /// Which store answered: "sqlite" or "postgresql".
+    /// Which store answered: "sqlite", "postgresql" or "postgresql
+    /// replica" (a hot standby of the database the library was copied
+    /// into).
     store: &'static str,
 }
 
@@ -143,11 +147,7 @@ fn main() -> Fallible<()> {
         recall_at_10: fetch.hits10 as f64 / fetch.asked10.max(1) as f64,
         recall_at_100: fetch.hits100 as f64 / fetch.asked100.max(1) as f64,
         card_recall: fetch.card_hits as f64 / fetch.card_asked.max(1) as f64,
-        store: if args.postgres.is_some() {
-            "postgresql"
-        } else {
-            "sqlite"
-        },
+        store: store_name(args.postgres.as_deref())?,
     };
     print_row(&figures);
     if let Some(path) = &args.json {
@@ -228,6 +228,21 @@ fn on_postgres(
     let started = Instant::now();
     Store::open_dir(sqlite)?.copy_into(&mut to)?;
     Ok((dir, Some(started.elapsed().as_secs_f64())))
+}
+
+/// Which store answers at `postgres` (SQLite when none).
+fn store_name(postgres: Option<&str>) -> Fallible<&'static str> {
+    let Some(url) = postgres else {
+        return Ok("sqlite");
+    };
+    let replica: bool = postgres::Client::connect(url, postgres::NoTls)?
+        .query_one("SELECT pg_is_in_recovery()", &[])?
+        .get(0);
+    Ok(if replica {
+        "postgresql replica"
+    } else {
+        "postgresql"
+    })
 }
 
 /// The library's size on disk: its SQLite file, or its PostgreSQL
