@@ -1145,6 +1145,26 @@ fn a_library_moves_to_postgresql_and_back_losslessly() {
         (Some(1), Some(1))
     );
     assert!(copied["log_rows"].as_i64().unwrap() > 0, "{copied}");
+    // The copy built the search indexes once at its end; one missing (a
+    // copy killed while building) is made again by the next open.
+    let mut db = postgres::Client::connect(&server.url, postgres::NoTls).unwrap();
+    let mut indexes = || -> i64 {
+        db.query_one(
+            "SELECT count(*) FROM pg_indexes
+             WHERE indexname IN ('chunks_embedding', 'chunks_words', 'cards_embedding')",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    assert_eq!(indexes(), 3);
+    postgres::Client::connect(&server.url, postgres::NoTls)
+        .unwrap()
+        .batch_execute("DROP INDEX chunks_embedding")
+        .unwrap();
+    assert_eq!(indexes(), 2);
+    run_ok(carrel_home(data.path()).args(["--kb", "team", "list"]));
+    assert_eq!(indexes(), 3);
     run_ok(carrel_home(data.path()).args(["kb", "copy", "team", "back"]));
     let seen = |kb: &str| {
         let cmd = |args: &[&str]| run_ok(carrel_home(data.path()).args(["--kb", kb]).args(args));
@@ -1228,6 +1248,32 @@ fn a_read_replica_answers_as_its_primary_and_refuses_writes() {
         };
         assert_eq!(asked(writer.path()), asked(reader.path()), "{q}");
     }
+    // `doctor` names the server and pgvector, and finds both sound.
+    let doctor = |home: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&run_ok(
+            carrel_home(home).args(["--kb", "team", "doctor", "--json"]),
+        ))
+        .unwrap()
+    };
+    let (on_primary, on_replica) = (doctor(writer.path()), doctor(reader.path()));
+    for d in [&on_primary, &on_replica] {
+        assert_eq!(
+            (d["integrity"].as_str(), d["pgvector"].as_str()),
+            (Some("ok"), Some("0.6.2")),
+            "{d}"
+        );
+        assert!(d["sqlite_vec"].is_null(), "{d}");
+    }
+    let server = |d: &serde_json::Value| d["server"].as_str().unwrap().to_string();
+    assert!(
+        server(&on_primary).starts_with("PostgreSQL 16."),
+        "{on_primary}"
+    );
+    assert!(!server(&on_primary).contains("replica"), "{on_primary}");
+    assert!(
+        server(&on_replica).ends_with(", a read replica"),
+        "{on_replica}"
+    );
     let out = carrel_home(reader.path())
         .args(["--kb", "team", "add"])
         .arg(corpus.join("composting.md"))

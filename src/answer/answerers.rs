@@ -111,13 +111,18 @@ impl Answerer {
         {
             return Ok((Answerer::llm(&url, &model), None));
         }
-        let asked = std::env::var("CARREL_ANSWERER")
-            .ok()
-            .and_then(|c| <AnswererChoice as clap::ValueEnum>::from_str(&c, true).ok())
-            .filter(|c| *c != AnswererChoice::Server);
-        match asked {
-            Some(choice) => Answerer::choose(choice, models, None),
-            None => Answerer::choose(saved, models, server),
+        let value = std::env::var("CARREL_ANSWERER").ok();
+        match asked_in_env(value.as_deref()) {
+            Ok(Some(choice)) => Answerer::choose(choice, models, None),
+            Ok(None) => Answerer::choose(saved, models, server),
+            Err(why) => {
+                let (answerer, note) = Answerer::choose(saved, models, server)?;
+                let note = match note {
+                    Some(more) => format!("{why}; {more}"),
+                    None => why,
+                };
+                Ok((answerer, Some(note)))
+            }
         }
     }
 
@@ -140,6 +145,24 @@ impl Answerer {
             Answerer::Local { .. } => format!("local:{}", writer::WRITER_NAME),
             Answerer::Llm(cfg) => format!("llm:{} at {}", cfg.model, cfg.base_url),
         }
+    }
+}
+
+/// The answerer `CARREL_ANSWERER` asks for: none when it is unset or
+/// empty; a value that names none Carrel can make from the environment
+/// alone is not used, and the sentence says so.
+fn asked_in_env(value: Option<&str>) -> std::result::Result<Option<AnswererChoice>, String> {
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    match <AnswererChoice as clap::ValueEnum>::from_str(value, true) {
+        Ok(AnswererChoice::Server) => Err(format!(
+            "CARREL_ANSWERER={value} was not used: a server answerer needs CARREL_LLM_URL and CARREL_LLM_MODEL"
+        )),
+        Ok(choice) => Ok(Some(choice)),
+        Err(_) => Err(format!(
+            "CARREL_ANSWERER={value} was not used: it is none of auto, local or extractive"
+        )),
     }
 }
 
@@ -394,4 +417,22 @@ pub(super) fn take_markers(s: &str) -> (String, Vec<usize>) {
     }
     text.push_str(rest);
     (text.split_whitespace().collect::<Vec<_>>().join(" "), nums)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value of `CARREL_ANSWERER` that names no answerer is a sentence,
+    /// never a silent fall back to the saved one.
+    #[test]
+    fn an_unknown_answerer_in_the_environment_is_said_not_ignored() {
+        assert_eq!(asked_in_env(None), Ok(None));
+        assert_eq!(asked_in_env(Some("")), Ok(None));
+        assert_eq!(asked_in_env(Some("Local")), Ok(Some(AnswererChoice::Local)));
+        let why = asked_in_env(Some("locl")).unwrap_err();
+        assert!(why.contains("CARREL_ANSWERER=locl was not used"), "{why}");
+        let why = asked_in_env(Some("server")).unwrap_err();
+        assert!(why.contains("CARREL_LLM_URL"), "{why}");
+    }
 }

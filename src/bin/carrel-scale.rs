@@ -15,6 +15,7 @@ use serde::Serialize;
 use carrel::lanes::TOPIC_CANDIDATES;
 use carrel::models::{Fingerprints, ModelConfig};
 use carrel::paths::DATABASE_FILE;
+use carrel::store::copy::CopyStep;
 use carrel::store::signs::Search;
 use carrel::store::synthetic::{self, Seed};
 use carrel::store::{SqliteStore, Store};
@@ -226,7 +227,18 @@ fn on_postgres(
     }
     eprintln!("copying {} chunks into {url}", args.chunks);
     let started = Instant::now();
-    Store::open_dir(sqlite)?.copy_into(&mut to)?;
+    let mut last = Instant::now();
+    Store::open_dir(sqlite)?.copy_into(&mut to, &mut |step| match step {
+        CopyStep::Bodies { done, of } if last.elapsed().as_secs() >= 30 => {
+            last = Instant::now();
+            eprintln!("  {done} of {of} bodies");
+        }
+        CopyStep::Indexing => eprintln!(
+            "  building the search indexes ({:.0} s in)",
+            started.elapsed().as_secs_f64()
+        ),
+        _ => {}
+    })?;
     Ok((dir, Some(started.elapsed().as_secs_f64())))
 }
 

@@ -27,10 +27,17 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
             crate::HealthCheck::Failed { error } => format!("FAILED  {error}"),
         };
         println!("library       {}", d.library.display());
-        println!(
-            "schema        v{}   sqlite-vec {}",
-            d.schema_version, d.sqlite_vec
-        );
+        match (&d.server, &d.pgvector, &d.sqlite_vec) {
+            (Some(server), Some(v), _) => {
+                println!("server        {server}");
+                println!("schema        v{}   pgvector {v}", d.schema_version);
+            }
+            (_, _, v) => println!(
+                "schema        v{}   sqlite-vec {}",
+                d.schema_version,
+                v.as_deref().unwrap_or("?")
+            ),
+        }
         println!(
             "models dir    {}   ({})",
             d.models_dir.display(),

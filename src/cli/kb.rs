@@ -10,6 +10,7 @@ use crate::library::shared::Scorers;
 use crate::library::shelf::{Shelf, ShelfState, Survey, shelf_path};
 use crate::models::{EmbedderKind, Fingerprints};
 use crate::store::Store;
+use crate::store::copy::CopyStep;
 use crate::{DATABASE_FILE, Error, Library, LibraryConfig};
 
 /// The arguments of `carrel kb`.
@@ -341,7 +342,20 @@ fn copy(here: &mut Here, args: &CopyArgs) -> Result<ExitCode, Error> {
             Some(url) => Store::create_postgres(&dir, url)?.0,
             None => Store::open_dir(&dir)?,
         };
-        let copied = from.copy_into(&mut to)?;
+        let bar = super::progress_bar();
+        let copied = from.copy_into(&mut to, &mut |step| match step {
+            CopyStep::Bodies { done, of } => {
+                bar.set_length(of as u64);
+                bar.set_position(done as u64);
+                bar.set_message("bodies with their passages and cards");
+            }
+            CopyStep::Indexing => {
+                bar.set_position(bar.length().unwrap_or(0));
+                bar.set_message("building the search indexes, each in one pass");
+            }
+        });
+        bar.finish_and_clear();
+        let copied = copied?;
         to.set_identity(&Identity {
             kb: new_kb.clone(),
             ..from.identity()?

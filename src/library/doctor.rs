@@ -14,7 +14,13 @@ use crate::models::{self, Fingerprints, OnnxEmbedder, OnnxReranker, Reranker};
 pub struct Doctor {
     pub library: PathBuf,
     pub schema_version: i64,
-    pub sqlite_vec: String,
+    /// The server holding a team library ("PostgreSQL 16.2 at
+    /// db.example:5432/carrel"); none for a library in its SQLite file.
+    pub server: Option<String>,
+    /// The vector search's version: sqlite-vec's in a SQLite library,
+    /// pgvector's on PostgreSQL (the other none).
+    pub sqlite_vec: Option<String>,
+    pub pgvector: Option<String>,
     pub models_dir: PathBuf,
     /// How the models folder was found (installed with the package,
     /// `CARREL_MODELS`, the data dir, or named by `--models`).
@@ -35,7 +41,8 @@ pub struct Doctor {
     pub chunk_vectors: i64,
     /// Rows pointing at nothing, by kind (all zero in a sound library).
     pub orphans: Vec<(&'static str, i64)>,
-    /// `PRAGMA integrity_check`: "ok", or what SQLite found.
+    /// `PRAGMA integrity_check`: "ok", or what SQLite found; on PostgreSQL
+    /// "ok" once the server answers (it checks its own pages).
     pub integrity: String,
 }
 
@@ -113,10 +120,13 @@ impl Library {
             },
         };
         let [documents, contents, chunks, chunk_vectors, _, _] = self.store.counts()?;
+        let (server, vectors) = (self.store.held_by()?, self.store.vec_version()?);
         Ok(Doctor {
             library: self.config.dir.clone(),
             schema_version: self.store.schema_version()?,
-            sqlite_vec: self.store.vec_version()?,
+            server: server.clone(),
+            sqlite_vec: server.is_none().then_some(vectors.clone()),
+            pgvector: server.is_some().then_some(vectors),
             models_dir: models.dir.clone(),
             models_from: models.from,
             runtime,

@@ -71,9 +71,18 @@ pub struct Copied {
     pub foreign_sources: usize,
 }
 
+/// Where a copy is, for a progress bar: the bodies (with their passages and
+/// cards) are most of it, then the search indexes are built once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyStep {
+    Bodies { done: usize, of: usize },
+    Indexing,
+}
+
 impl Store {
-    /// Copies everything `self` holds into `to`, which must hold nothing.
-    pub fn copy_into(&self, to: &mut Store) -> Result<Copied> {
+    /// Copies everything `self` holds into `to`, which must hold nothing,
+    /// telling `progress` where it is.
+    pub fn copy_into(&self, to: &mut Store, progress: &mut dyn FnMut(CopyStep)) -> Result<Copied> {
         if to.document_count()? > 0 || !to.watches()?.is_empty() {
             return Err(Error::CopyTargetNotEmpty);
         }
@@ -89,7 +98,8 @@ impl Store {
         // The bodies go in before the search indexes are built, each once,
         // and built even when a body fails.
         to.defer_search_indexes()?;
-        let contents = self.copy_contents(to, &mut copied);
+        let contents = self.copy_contents(to, &mut copied, progress);
+        progress(CopyStep::Indexing);
         to.build_search_indexes()?;
         let content_ids = contents?;
         for d in self.stored_documents()? {
@@ -127,10 +137,20 @@ impl Store {
 
     /// Copies every body with its chunks and card; each one's id in `to`
     /// by its hash.
-    fn copy_contents(&self, to: &mut Store, copied: &mut Copied) -> Result<HashMap<String, i64>> {
+    fn copy_contents(
+        &self,
+        to: &mut Store,
+        copied: &mut Copied,
+        progress: &mut dyn FnMut(CopyStep),
+    ) -> Result<HashMap<String, i64>> {
         let mut content_ids = HashMap::new();
-        for id in self.content_ids()? {
-            let c = self.stored_content(id)?;
+        let ids = self.content_ids()?;
+        for (done, id) in ids.iter().enumerate() {
+            progress(CopyStep::Bodies {
+                done,
+                of: ids.len(),
+            });
+            let c = self.stored_content(*id)?;
             copied.chunks += c.chunks.len();
             content_ids.insert(c.hash.clone(), to.import_content(&c)?);
             copied.contents += 1;

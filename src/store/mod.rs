@@ -121,6 +121,11 @@ impl SqliteStore {
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
+    /// None: a SQLite library is its file ([`super::Store::open_dir`]).
+    pub fn held_by(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+
     pub fn vec_version(&self) -> Result<String> {
         Ok(self
             .conn

@@ -125,6 +125,7 @@ seam! {
     fn prune_log(&self, keep: Retention, now: i64) -> Result<usize>;
     fn read_log(&self, limit: usize) -> Result<Vec<LogEntry>>;
     fn vec_version(&self) -> Result<String>;
+    fn held_by(&self) -> Result<Option<String>>;
     fn orphans(&self) -> Result<Vec<(&'static str, i64)>>;
     fn data_version(&self) -> Result<i64>;
     fn integrity_check(&self) -> Result<String>;

@@ -39,8 +39,17 @@ impl PgStore {
         self.execute("ANALYZE chunks, cards", &[]).map(|_| ())
     }
 
-    /// Makes any missing search index.
+    /// Makes any missing search index. Asked first, since making one (even
+    /// one that is there) locks its table against writers.
     pub(super) fn make_search_indexes(&self) -> Result<()> {
+        let held: i64 = self.one(
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()
+               AND indexname IN ('chunks_embedding', 'chunks_words', 'cards_embedding')",
+            &[],
+        )?;
+        if held == 3 {
+            return Ok(());
+        }
         self.client()
             .batch_execute(&format!(
                 "SET maintenance_work_mem = '{INDEX_BUILD_MEMORY}'; {SEARCH_INDEXES}

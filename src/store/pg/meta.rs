@@ -328,15 +328,25 @@ impl PgStore {
     /// pgvector's version on the server, for `carrel doctor`.
     pub fn vec_version(&self) -> Result<String> {
         self.one(
-            "SELECT 'pgvector ' || extversion FROM pg_extension WHERE extname = 'vector'",
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
             &[],
         )
     }
 
-    /// The server's own word on the library's health: PostgreSQL checks its
-    /// pages itself, so this says which server answered.
+    /// "ok" once the server answers: PostgreSQL checks its own pages (WAL,
+    /// checksums), where SQLite's file is checked by `integrity_check`.
     pub fn integrity_check(&self) -> Result<String> {
+        self.one::<String>("SHOW server_version", &[])?;
+        Ok("ok".to_string())
+    }
+
+    /// The server holding the library, with its version, for `doctor`.
+    pub fn held_by(&self) -> Result<Option<String>> {
         let version: String = self.one("SHOW server_version", &[])?;
-        Ok(format!("ok (PostgreSQL {version} at {})", self.server))
+        let replica = if self.replica { ", a read replica" } else { "" };
+        Ok(Some(format!(
+            "PostgreSQL {version} at {}{replica}",
+            self.server
+        )))
     }
 }
