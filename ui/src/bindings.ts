@@ -446,7 +446,17 @@ export type DocState = "indexed" |
 export type Doctor = {
 	library: string,
 	schema_version: number,
-	sqlite_vec: string,
+	/**
+	 *  The server holding a team library ("PostgreSQL 16.2 at
+	 *  db.example:5432/carrel"); none for a library in its SQLite file.
+	 */
+	server: string | null,
+	/**
+	 *  The vector search's version: sqlite-vec's in a SQLite library,
+	 *  pgvector's on PostgreSQL (the other none).
+	 */
+	sqlite_vec: string | null,
+	pgvector: string | null,
 	models_dir: string,
 	/**
 	 *  How the models folder was found (installed with the package,
@@ -471,7 +481,10 @@ export type Doctor = {
 	chunk_vectors: number,
 	/**  Rows pointing at nothing, by kind (all zero in a sound library). */
 	orphans: ([string, number])[],
-	/**  `PRAGMA integrity_check`: "ok", or what SQLite found. */
+	/**
+	 *  `PRAGMA integrity_check`: "ok", or what SQLite found; on PostgreSQL
+	 *  "ok" once the server answers (it checks its own pages).
+	 */
 	integrity: string,
 };
 
