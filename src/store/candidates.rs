@@ -114,36 +114,19 @@ impl SqliteStore {
     /// Each content's documents, oldest first ([`Self::locations`]); a
     /// content no document holds is absent.
     pub fn locations_of(&self, contents: &[i64]) -> Result<ById<Vec<Location>>> {
-        let mut found = ById::new();
-        for &content in contents {
-            let locs = self.locations(content)?;
-            if !locs.is_empty() {
-                found.insert(content, locs);
-            }
-        }
-        Ok(found)
+        each_found(contents, |c| {
+            Ok(Some(self.locations(c)?).filter(|l| !l.is_empty()))
+        })
     }
 
     /// Each chunk's content; a chunk deleted since the search is absent.
     pub fn chunk_contents(&self, chunks: &[i64]) -> Result<ById<i64>> {
-        let mut found = ById::new();
-        for &chunk in chunks {
-            if let Some(content) = self.chunk_content(chunk)? {
-                found.insert(chunk, content);
-            }
-        }
-        Ok(found)
+        each_found(chunks, |c| self.chunk_content(c))
     }
 
     /// Each passage with what its document's card says ([`Self::passage`]).
     pub fn passages(&self, chunks: &[i64]) -> Result<ById<Passage>> {
-        let mut found = ById::new();
-        for &chunk in chunks {
-            if let Some(p) = self.passage(chunk)? {
-                found.insert(chunk, p);
-            }
-        }
-        Ok(found)
+        each_found(chunks, |c| self.passage(c))
     }
 
     /// A passage and what its document's card says; none for a chunk
@@ -173,6 +156,18 @@ impl SqliteStore {
         };
         row.read(chunk).map(Some)
     }
+}
+
+/// A batch read one id at a time, as SQLite in the same process reads it
+/// as fast as a batch: each id `read` finds.
+fn each_found<T>(ids: &[i64], read: impl Fn(i64) -> Result<Option<T>>) -> Result<ById<T>> {
+    let mut found = ById::new();
+    for &id in ids {
+        if let Some(t) = read(id)? {
+            found.insert(id, t);
+        }
+    }
+    Ok(found)
 }
 
 /// A passage's row as both stores read it, its JSON columns not yet read.

@@ -39,6 +39,17 @@ fn unprivileged() -> Option<(u32, u32)> {
     Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
 }
 
+/// Gives `folder` and all in it to the server's user.
+fn give_to((uid, gid): (u32, u32), folder: &Path) {
+    let status = Command::new("chown")
+        .arg("-R")
+        .arg(format!("{uid}:{gid}"))
+        .arg(folder)
+        .status()
+        .unwrap();
+    assert!(status.success(), "chown {}", folder.display());
+}
+
 /// `program`, run as the server's user.
 fn server_command(program: PathBuf, user: Option<(u32, u32)>) -> Command {
     let mut cmd = Command::new(program);
@@ -65,13 +76,7 @@ pub fn start_postgres() -> Postgres {
             .unwrap();
         assert!(status.success(), "copy pgserver");
         std::fs::create_dir(dir.path().join("sock")).unwrap();
-        let status = Command::new("chown")
-            .arg("-R")
-            .arg(format!("{uid}:{gid}"))
-            .arg(dir.path())
-            .status()
-            .unwrap();
-        assert!(status.success(), "chown the server's folder");
+        give_to((uid, gid), dir.path());
         dir.path().to_path_buf()
     } else {
         std::fs::create_dir(dir.path().join("sock")).unwrap();
@@ -107,14 +112,8 @@ pub fn start_replica(primary: &Postgres) -> Postgres {
     let dir = tempfile::tempdir().unwrap();
     let user = unprivileged();
     std::fs::create_dir(dir.path().join("sock")).unwrap();
-    if let Some((uid, gid)) = user {
-        let status = Command::new("chown")
-            .arg("-R")
-            .arg(format!("{uid}:{gid}"))
-            .arg(dir.path())
-            .status()
-            .unwrap();
-        assert!(status.success(), "chown the replica's folder");
+    if let Some(user) = user {
+        give_to(user, dir.path());
     }
     let data = dir.path().join("data");
     let out = server_command(primary.bin.join("pg_basebackup"), user)
