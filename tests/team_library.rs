@@ -306,12 +306,20 @@ fn the_lanes_read_the_same_from_both_stores() {
     // The Russian passage is Russian in both.
     let bees_ru = pg.nearest_chunks(&bodies[4].vectors[0], 1, FP).unwrap().0[0].0;
     assert_eq!(
-        pg.chunk_language(bees_ru).unwrap().map(|l| l.code()),
+        pg.passage(bees_ru)
+            .unwrap()
+            .unwrap()
+            .language
+            .map(|l| l.code()),
         Some("ru")
     );
     let bees_lite = lite.nearest_chunks(&bodies[4].vectors[0], 1, FP).unwrap().0[0].0;
     assert_eq!(
-        lite.chunk_language(bees_lite).unwrap().map(|l| l.code()),
+        lite.passage(bees_lite)
+            .unwrap()
+            .unwrap()
+            .language
+            .map(|l| l.code()),
         Some("ru")
     );
 

@@ -111,7 +111,7 @@ impl Answerer {
         {
             return Ok((Answerer::llm(&url, &model), None));
         }
-        let value = std::env::var("CARREL_ANSWERER").ok();
+        let value = std::env::var_os("CARREL_ANSWERER").map(|v| v.to_string_lossy().into_owned());
         match asked_in_env(value.as_deref()) {
             Ok(Some(choice)) => Answerer::choose(choice, models, None),
             Ok(None) => Answerer::choose(saved, models, server),

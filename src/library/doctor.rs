@@ -105,20 +105,7 @@ impl Library {
                 error: e.to_string(),
             },
         };
-        let pdftotext = match crate::extract::poppler_version() {
-            Some(v) => HealthCheck::Ok { detail: v },
-            None => HealthCheck::Failed {
-                error: "pdftotext is not installed; PDFs pdf-extract cannot read stay broken (apt install poppler-utils)".into(),
-            },
-        };
-        let ocr = match crate::extract::ocr::Ocr::probe() {
-            crate::extract::ocr::Ocr::Ready { version, languages } => HealthCheck::Ok {
-                detail: format!("{version}, languages: {}", languages.join(", ")),
-            },
-            crate::extract::ocr::Ocr::Missing => HealthCheck::Failed {
-                error: "Tesseract is not installed; scanned PDFs and images stay broken (apt install tesseract-ocr tesseract-ocr-eng)".into(),
-            },
-        };
+        let (pdftotext, ocr) = readers();
         let [documents, contents, chunks, chunk_vectors, _, _] = self.store.counts()?;
         let (server, vectors) = (self.store.held_by()?, self.store.vec_version()?);
         Ok(Doctor {
@@ -143,4 +130,23 @@ impl Library {
             integrity: self.store.integrity_check()?,
         })
     }
+}
+
+/// The optional readers: poppler's `pdftotext` and Tesseract OCR.
+fn readers() -> (HealthCheck, HealthCheck) {
+    let pdftotext = match crate::extract::poppler_version() {
+        Some(v) => HealthCheck::Ok { detail: v },
+        None => HealthCheck::Failed {
+            error: "pdftotext is not installed; PDFs pdf-extract cannot read stay broken (apt install poppler-utils)".into(),
+        },
+    };
+    let ocr = match crate::extract::ocr::Ocr::probe() {
+        crate::extract::ocr::Ocr::Ready { version, languages } => HealthCheck::Ok {
+            detail: format!("{version}, languages: {}", languages.join(", ")),
+        },
+        crate::extract::ocr::Ocr::Missing => HealthCheck::Failed {
+            error: "Tesseract is not installed; scanned PDFs and images stay broken (apt install tesseract-ocr tesseract-ocr-eng)".into(),
+        },
+    };
+    (pdftotext, ocr)
 }

@@ -96,12 +96,14 @@ impl Store {
             copied.watches += 1;
         }
         // The bodies go in before the search indexes are built, each once,
-        // and built even when a body fails.
+        // and built even when a body fails (whose failure is then the one
+        // said).
         to.defer_search_indexes()?;
         let contents = self.copy_contents(to, &mut copied, progress);
         progress(CopyStep::Indexing);
-        to.build_search_indexes()?;
+        let built = to.build_search_indexes();
         let content_ids = contents?;
+        built?;
         for d in self.stored_documents()? {
             let content = match &d.content_hash {
                 Some(h) => Some(*content_ids.get(h).ok_or_else(|| {

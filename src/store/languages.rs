@@ -2,7 +2,7 @@
 //! written and, for rows written before languages were detected, filled
 //! in once when the library is opened.
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Transaction, params};
 
 use super::SqliteStore;
 use crate::error::Result;
@@ -144,16 +144,6 @@ impl SqliteStore {
             .filter_map(|c| Language::from_code(c))
             .collect())
     }
-
-    /// A passage's language, none when its text does not tell.
-    pub fn chunk_language(&self, chunk: i64) -> Result<Option<Language>> {
-        let code: Option<Option<String>> = self
-            .conn
-            .prepare_cached("SELECT language FROM chunks WHERE id = ?1")?
-            .query_row([chunk], |r| r.get(0))
-            .optional()?;
-        Ok(code.flatten().as_deref().and_then(Language::from_code))
-    }
 }
 
 #[cfg(test)]
@@ -196,7 +186,14 @@ mod tests {
         tx.commit().unwrap();
         let languages = |store: &SqliteStore| -> Vec<Option<&str>> {
             (1..=5)
-                .map(|chunk| store.chunk_language(chunk).unwrap().map(|l| l.code()))
+                .map(|chunk| {
+                    store
+                        .passage(chunk)
+                        .unwrap()
+                        .unwrap()
+                        .language
+                        .map(|l| l.code())
+                })
                 .collect()
         };
         assert_eq!(
@@ -223,7 +220,7 @@ mod tests {
         }
         SqliteStore::settle_content_language(&tx, 2).unwrap();
         tx.commit().unwrap();
-        assert_eq!(store.chunk_language(10).unwrap(), None);
+        assert_eq!(store.passage(10).unwrap().unwrap().language, None);
         let table: String = store
             .conn
             .query_row("SELECT language FROM contents WHERE id = 2", [], |r| {

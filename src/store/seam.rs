@@ -82,7 +82,6 @@ seam! {
     fn chunk_contents(&self, chunks: &[i64]) -> Result<ById<i64>>;
     fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>>;
     fn chunk_distances(&self, chunks: &[i64], query: &[f32], fingerprint: &str) -> Result<Vec<(i64, f32)>>;
-    fn chunk_language(&self, chunk: i64) -> Result<Option<Language>>;
     fn schema_version(&self) -> Result<i64>;
     fn nearest_chunks(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<(Vec<(i64, f32)>, Search)>;
     fn nearest_chunks_exact(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<Vec<(i64, f32)>>;

@@ -188,18 +188,6 @@ impl PgStore {
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
-    /// A passage's language, none when its text does not tell.
-    pub fn chunk_language(&self, chunk: i64) -> Result<Option<Language>> {
-        let row = self
-            .client()
-            .query_opt("SELECT language FROM chunks WHERE id = $1", &[&chunk])
-            .map_err(|e| self.failed(e))?;
-        Ok(row
-            .and_then(|r| r.get::<_, Option<String>>(0))
-            .as_deref()
-            .and_then(Language::from_code))
-    }
-
     /// Every document whose content is `content_id`, oldest first.
     pub fn locations(&self, content_id: i64) -> Result<Vec<Location>> {
         Ok(self
