@@ -83,6 +83,12 @@ fn body(i: usize) -> Body {
         text.to_string(),
         format!("{heading}: {text} More about {title}."),
     ];
+    body_of(i as u64, title, heading, &texts)
+}
+
+/// A body of `texts`, one passage each under `title` and `heading`, its
+/// vectors drawn from `seed`.
+fn body_of(seed: u64, title: &str, heading: &str, texts: &[String]) -> Body {
     let chunks = texts
         .iter()
         .map(|t| NewChunk {
@@ -95,25 +101,27 @@ fn body(i: usize) -> Body {
         })
         .collect();
     Body {
-        hash: format!("hash-{i}"),
+        hash: format!("hash-{seed}"),
         extracted: Extracted {
             title: title.into(),
             sections: vec![Section {
                 heading_path: vec![title.into()],
-                text: text.into(),
+                text: texts.join("\n\n"),
                 page: None,
             }],
             ..Extracted::default()
         },
         chunks,
-        vectors: vec![unit(i as u64 * 2 + 1), unit(i as u64 * 2 + 2)],
+        vectors: (0..texts.len() as u64)
+            .map(|k| unit(seed * 2 + 1 + k))
+            .collect(),
         card: Card {
             title: title.into(),
             what: format!("about {}", title.to_lowercase()),
             outline: vec![heading.into()],
             key_terms: vec![title.to_lowercase(), heading.to_lowercase()],
         },
-        card_vector: unit(100 + i as u64),
+        card_vector: unit(100 + seed),
     }
 }
 
@@ -337,6 +345,85 @@ fn the_lanes_read_the_same_from_both_stores() {
     let d = pg.chunk_distances(&ids, &query, FP).unwrap();
     assert_eq!(d.iter().map(|x| x.0).collect::<Vec<_>>(), ids.to_vec());
     assert!((d[0].1 - pg_near[0].1).abs() < 1e-6);
+}
+
+/// The keyword side ranks as FTS5's `bm25()` does, whose length of a
+/// passage is its tokens, stop words and repeats counted, against the
+/// library's average: a passage saying "glacier" among many repeated words
+/// is longer than one saying it among a few distinct words, though it
+/// holds fewer distinct stems (a `tsvector`'s own length). Every write and
+/// removal keeps the totals that average is read from.
+#[test]
+fn the_keyword_side_ranks_passages_as_fts5_does() {
+    let pg_server = pg_server::start_postgres();
+    let dir = tempfile::tempdir().unwrap();
+    let mut lite = Store::open(&dir.path().join("library.sqlite3")).unwrap();
+    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
+    let fp = fingerprints();
+    let v = Validators::default();
+    let glaciers = [
+        format!("The glacier{}.", " and the ice".repeat(12)),
+        "Glacier calving near a fjord moraine.".to_string(),
+        "A glacier, then a second glacier: snow packs into firn, firn into ice, \
+         over centuries of winters without a thaw, until the valley fills."
+            .to_string(),
+    ];
+    let mut bodies: Vec<Body> = (0..TOPICS.len()).map(body).collect();
+    bodies.push(body_of(50, "Ice", "Glaciers", &glaciers));
+    for (i, b) in bodies.iter().enumerate() {
+        let source = format!("/notes/{i}.txt");
+        let doc = document(&source, &b.card.title, &v);
+        lite.write_document(&doc, holding(b), &fp).unwrap();
+        pg.write_document(&doc, holding(b), &fp).unwrap();
+    }
+    let lite_order: Vec<String> = lite
+        .keyword_chunks("glacier", 5)
+        .unwrap()
+        .into_iter()
+        .map(|id| lite.chunk_text(id).unwrap().unwrap().1)
+        .collect();
+    let pg_order: Vec<String> = pg
+        .keyword_chunks("glacier", 5)
+        .unwrap()
+        .into_iter()
+        .map(|id| pg.passage(id).unwrap().unwrap().text)
+        .collect();
+    assert_eq!(lite_order.len(), 3, "{lite_order:?}");
+    assert_eq!(
+        lite_order[0], glaciers[1],
+        "FTS5 puts the short passage first"
+    );
+    assert_eq!(pg_order, lite_order);
+    assert_eq!(health(&pg).1, 0, "the totals count every passage");
+
+    // A library of schema 1 (no tokens, no totals) is counted when this
+    // build opens it, and ranks as one made new.
+    drop(pg);
+    let mut db = postgres::Client::connect(&pg_server.url, postgres::NoTls).unwrap();
+    db.batch_execute(
+        "DROP TRIGGER chunks_added ON chunks; DROP TRIGGER chunks_removed ON chunks;
+         DROP FUNCTION carrel_count_chunks(); DROP TABLE chunk_totals;
+         ALTER TABLE chunks DROP COLUMN tokens;
+         UPDATE carrel_meta SET value = '1' WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
+    assert_eq!(health(&pg).1, 0, "the migration counts every passage");
+    let again: Vec<String> = pg
+        .keyword_chunks("glacier", 5)
+        .unwrap()
+        .into_iter()
+        .map(|id| pg.passage(id).unwrap().unwrap().text)
+        .collect();
+    assert_eq!(again, lite_order);
+
+    // A body taken out and another written leave the totals exact.
+    let reason = carrel::extract::BrokenReason::Vanished;
+    let last = format!("/notes/{}.txt", bodies.len() - 1);
+    pg.write_document(&document(&last, "Ice", &v), Holding::Broken(&reason), &fp)
+        .unwrap();
+    assert_eq!(health(&pg).1, 0, "the totals lose what was removed");
+    assert!(pg.keyword_chunks("glacier", 5).unwrap().is_empty());
 }
 
 /// Two writers store one body at once, under two sources and under one:

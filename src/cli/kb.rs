@@ -561,7 +561,7 @@ fn make_token(here: &Here, kbs: &[String], label: &str) -> Result<ExitCode, Erro
     let token = ReadToken::generate().map_err(|e| Error::io("the system's random source", e))?;
     let mut made = Vec::new();
     for (kb, dir) in kbs.iter().zip(&dirs) {
-        let info = Store::open_dir(&dir)?.add_read_token(&token, label)?;
+        let info = Store::open_dir(dir)?.add_read_token(&token, label)?;
         made.push(format!("`carrel kb revoke {kb} {}`", info.id));
     }
     // The secret alone on stdout, so a script can take it; the rest is for

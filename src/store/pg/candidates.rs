@@ -16,9 +16,15 @@ use crate::store::keywords::{COMMON_WORD_PASSAGES, match_terms};
 use crate::store::signs::Search;
 use crate::store::{ById, Location, NearCard, Passage};
 
-/// BM25 over the chunks' `tsvector`s ([`PgStore::keyword_chunks`]): $1 the
-/// query's content words, $2 the most passages a telling word may be in,
-/// $3 how many to return.
+/// BM25 over the chunks' words ([`PgStore::keyword_chunks`]) as FTS5's
+/// `bm25()` scores them: $1 the query's content words, $2 the most
+/// passages a telling word may be in, $3 how many to return.
+///
+/// The rule is FTS5's: k1 1.2, b 0.75; IDF `ln((N - n + 0.5) / (n + 0.5))`,
+/// 1e-6 where that is not positive; a passage's length its tokens and the
+/// average over the whole library (`chunk_totals`, schema 2), N the
+/// library's passages. What differs is the stemmer (PostgreSQL's English
+/// Snowball against FTS5's Porter) and that a `tsvector` keeps no stop word.
 ///
 /// Each word's passage count is counted exactly (up to $2 + 1), except a
 /// word the planner's statistics of `words` (ANALYZE's sample) put in over
@@ -30,30 +36,31 @@ use crate::store::{ById, Location, NearCard, Passage};
 /// analysed is counted as before.
 const BM25: &str = "
     WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1::text))),
-    sampled AS MATERIALIZED (SELECT e.lexeme, e.share * greatest(c.reltuples, 0) AS passages
-           FROM pg_stats s, pg_class c,
+    totals AS MATERIALIZED (SELECT greatest(sum(passages), 1)::float8 AS n,
+                                   greatest(sum(tokens)::float8 / greatest(sum(passages), 1), 1) AS avgdl
+           FROM chunk_totals),
+    sampled AS MATERIALIZED (SELECT e.lexeme, e.share * (SELECT n FROM totals) AS passages
+           FROM pg_stats s,
                 unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, share)
            WHERE s.schemaname = current_schema() AND s.tablename = 'chunks' AND s.attname = 'words'
-             AND c.oid = 'chunks'::regclass AND e.lexeme IN (SELECT lexeme FROM q)),
+             AND e.lexeme IN (SELECT lexeme FROM q)),
     df AS MATERIALIZED (SELECT q.lexeme, CASE
              WHEN (SELECT passages FROM sampled WHERE sampled.lexeme = q.lexeme) > $4::float8 * $2::bigint
              THEN $2::bigint + 1
              ELSE (SELECT count(*) FROM (SELECT 1 FROM chunks
                    WHERE words @@ quote_literal(q.lexeme)::tsquery LIMIT $2::bigint + 1) AS s) END::float8 AS df
            FROM q),
-    telling AS (SELECT lexeme, df FROM df WHERE df > 0 AND df <= $2::bigint),
-    n AS MATERIALIZED (SELECT greatest(reltuples, (SELECT max(df) FROM telling), 1)::float8 AS n
-          FROM pg_class WHERE oid = 'chunks'::regclass),
-    hits AS (SELECT c.id, length(c.words)::float8 AS len, u.lexeme,
+    telling AS (SELECT lexeme, CASE WHEN totals.n > 2 * df THEN ln((totals.n - df + 0.5) / (df + 0.5))
+                                    ELSE 1e-6 END AS idf
+           FROM df, totals WHERE df > 0 AND df <= $2::bigint),
+    hits AS MATERIALIZED (SELECT c.id, c.tokens::float8 AS len, u.lexeme,
                     array_length(u.positions, 1)::float8 AS tf
              FROM chunks c, unnest(c.words) AS u
              WHERE c.words @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM telling)
-               AND u.lexeme IN (SELECT lexeme FROM telling)),
-    avgdl AS MATERIALIZED (SELECT greatest(avg(len), 1) AS avgdl FROM hits)
-    SELECT h.id FROM hits h JOIN telling t USING (lexeme), n, avgdl
+               AND u.lexeme IN (SELECT lexeme FROM telling))
+    SELECT h.id FROM hits h JOIN telling t USING (lexeme), totals
     GROUP BY h.id
-    ORDER BY sum(ln(1 + (n.n - t.df + 0.5) / (t.df + 0.5))
-                 * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / avgdl.avgdl))) DESC, h.id
+    ORDER BY sum(t.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / totals.avgdl))) DESC, h.id
     LIMIT $3::bigint";
 
 /// How many times the most passages a telling word may be in
@@ -129,11 +136,9 @@ impl PgStore {
     }
 
     /// The `k` passages whose words best match `text`, best first, ranked
-    /// by BM25 as SQLite's FTS5 ranks them (k1 1.2, b 0.75): the same
-    /// content words, stemmed by PostgreSQL's English configuration; a
-    /// word in more than [`COMMON_WORD_PASSAGES`] passages is left out, as
-    /// there. A passage's length is its distinct stems (what a `tsvector`
-    /// keeps), and the library's size the planner's estimate.
+    /// by BM25 as SQLite's FTS5 ranks them ([`BM25`]): the same content
+    /// words, stemmed by PostgreSQL's English configuration; a word in more
+    /// than [`COMMON_WORD_PASSAGES`] passages is left out, as there.
     pub fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>> {
         let words: Vec<String> = match_terms(text)
             .iter()

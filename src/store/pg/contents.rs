@@ -179,6 +179,13 @@ impl PgStore {
                 "SELECT count(*) FROM contents t WHERE NOT EXISTS
                     (SELECT 1 FROM cards c WHERE c.content_id = t.id)",
             ),
+            (
+                "passages and tokens the keyword totals miscount",
+                "SELECT (abs(t.passages - c.passages) + abs(t.tokens - c.tokens))::bigint
+                 FROM (SELECT coalesce(sum(passages), 0) AS passages,
+                              coalesce(sum(tokens), 0) AS tokens FROM chunk_totals) t,
+                      (SELECT count(*) AS passages, coalesce(sum(tokens), 0) AS tokens FROM chunks) c",
+            ),
         ];
         CHECKS
             .iter()

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 pub use candidates::HNSW_EF_SEARCH;
 
 /// The schema this build writes and understands.
-pub const PG_SCHEMA_VERSION: i64 = 1;
+pub const PG_SCHEMA_VERSION: i64 = 2;
 
 /// Each version's statements, in order; version N is `MIGRATIONS[N - 1]`.
 const MIGRATIONS: &[&str] = &[
@@ -160,6 +160,36 @@ const MIGRATIONS: &[&str] = &[
         FOR EACH STATEMENT EXECUTE FUNCTION carrel_bump();
      CREATE TRIGGER cards_changed AFTER INSERT OR UPDATE OR DELETE ON cards
         FOR EACH STATEMENT EXECUTE FUNCTION carrel_bump();",
+    // 2: what BM25 reads as FTS5 does: each passage's length in tokens
+    // (FTS5's unicode61 splits on spaces, punctuation and symbols, Latin-1's
+    // and the general punctuation block's too, and drops no word; a
+    // `tsvector` keeps distinct stems without stop words), and the
+    // library's passages and tokens in all, kept by the writers' own
+    // statements as rows of what each added or removed, so a reader's
+    // snapshot holds the totals of exactly the passages it sees. A writer
+    // that finds more than 64 rows folds them into one, unless another is
+    // folding (an advisory lock tried, never waited for).
+    "ALTER TABLE chunks ADD COLUMN tokens integer
+        GENERATED ALWAYS AS (regexp_count(heading_path || ' ' || text,
+            '[^[:space:][:punct:]\\u00a0-\\u00bf\\u00d7\\u00f7\\u2000-\\u206f]+')) STORED;
+     CREATE TABLE chunk_totals (passages bigint NOT NULL, tokens bigint NOT NULL);
+     INSERT INTO chunk_totals SELECT count(*), coalesce(sum(tokens), 0) FROM chunks;
+     CREATE FUNCTION carrel_count_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO chunk_totals
+                SELECT way * count(*), way * coalesce(sum(tokens), 0)
+                FROM changed, (SELECT CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END AS way) w
+                GROUP BY way;
+            IF (SELECT count(*) FROM chunk_totals) > 64 AND pg_try_advisory_xact_lock(7294511, 2) THEN
+                WITH gone AS (DELETE FROM chunk_totals RETURNING passages, tokens)
+                INSERT INTO chunk_totals SELECT sum(passages), sum(tokens) FROM gone;
+            END IF;
+            RETURN NULL;
+        END $$;
+     CREATE TRIGGER chunks_added AFTER INSERT ON chunks REFERENCING NEW TABLE AS changed
+        FOR EACH STATEMENT EXECUTE FUNCTION carrel_count_chunks();
+     CREATE TRIGGER chunks_removed AFTER DELETE ON chunks REFERENCING OLD TABLE AS changed
+        FOR EACH STATEMENT EXECUTE FUNCTION carrel_count_chunks();",
 ];
 
 /// A library on a PostgreSQL server.
