@@ -347,6 +347,16 @@ fn the_lanes_read_the_same_from_both_stores() {
     assert!((d[0].1 - pg_near[0].1).abs() < 1e-6);
 }
 
+/// The texts of the passages PostgreSQL's keyword side finds for `query`,
+/// best first.
+fn keyword_texts(pg: &PgStore, query: &str) -> Vec<String> {
+    pg.keyword_chunks(query, 5)
+        .unwrap()
+        .into_iter()
+        .map(|id| pg.passage(id).unwrap().unwrap().text)
+        .collect()
+}
+
 /// The keyword side ranks as FTS5's `bm25()` does, whose length of a
 /// passage is its tokens, stop words and repeats counted, against the
 /// library's average: a passage saying "glacier" among many repeated words
@@ -382,12 +392,7 @@ fn the_keyword_side_ranks_passages_as_fts5_does() {
         .into_iter()
         .map(|id| lite.chunk_text(id).unwrap().unwrap().1)
         .collect();
-    let pg_order: Vec<String> = pg
-        .keyword_chunks("glacier", 5)
-        .unwrap()
-        .into_iter()
-        .map(|id| pg.passage(id).unwrap().unwrap().text)
-        .collect();
+    let pg_order = keyword_texts(&pg, "glacier");
     assert_eq!(lite_order.len(), 3, "{lite_order:?}");
     assert_eq!(
         lite_order[0], glaciers[1],
@@ -409,15 +414,10 @@ fn the_keyword_side_ranks_passages_as_fts5_does() {
     .unwrap();
     let pg = PgStore::open(&pg_server.url, "ana").unwrap();
     assert_eq!(health(&pg).1, 0, "the migration counts every passage");
-    let again: Vec<String> = pg
-        .keyword_chunks("glacier", 5)
-        .unwrap()
-        .into_iter()
-        .map(|id| pg.passage(id).unwrap().unwrap().text)
-        .collect();
+    let again = keyword_texts(&pg, "glacier");
     assert_eq!(again, lite_order);
 
-    // A body taken out and another written leave the totals exact.
+    // A body taken out leaves the totals exact.
     let reason = carrel::extract::BrokenReason::Vanished;
     let last = format!("/notes/{}.txt", bodies.len() - 1);
     pg.write_document(&document(&last, "Ice", &v), Holding::Broken(&reason), &fp)
