@@ -2,6 +2,7 @@
 //! in which the CLI and the app choose a library folder. A leaf: models and
 //! the app ask it, and it asks nobody.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -50,16 +51,52 @@ pub fn library_dir(flag: Option<&Path>, saved: Option<&Path>) -> Result<(PathBuf
     }
 }
 
-/// Writes `bytes` to `path` whole: into `<name>.tmp` beside it, then a
-/// rename over it, so a crash leaves the old file or the new one, never
-/// half of one. The folder is made if it is missing.
+/// Writes `bytes` to `path` whole: into a temporary file of this writer's
+/// own beside it, then a rename over it, so a crash leaves the old file or
+/// the new one, never half of one, and a reader in another process (or a
+/// second writer) never sees the file empty. The folder is made if it is
+/// missing.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two writers rewriting one file while a reader reads it: the reader
+    /// sees one writer's bytes whole every time, never an empty or mixed
+    /// file (one shared `<name>.tmp` let a writer truncate what the other
+    /// was about to rename).
+    #[test]
+    fn a_file_written_whole_is_never_read_half_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("postgres.json");
+        let texts = ["a".repeat(4096), "b".repeat(8192)];
+        write_whole(&path, texts[0].as_bytes()).unwrap();
+        std::thread::scope(|s| {
+            for t in &texts {
+                let path = &path;
+                s.spawn(move || {
+                    for _ in 0..300 {
+                        write_whole(path, t.as_bytes()).unwrap();
+                    }
+                });
+            }
+            for _ in 0..600 {
+                let read = std::fs::read_to_string(&path).unwrap();
+                assert!(texts.contains(&read), "read {} bytes", read.len());
+            }
+        });
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left behind");
     }
-    let mut tmp = path.as_os_str().to_os_string();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
