@@ -319,10 +319,14 @@ impl PgStore {
             .collect())
     }
 
-    /// Moves whenever any writer changes the library's documents, passages
-    /// or cards (a sequence the tables' triggers advance).
+    /// Moves whenever a committed change to the library's documents,
+    /// passages or cards becomes visible to this reader (the rows the
+    /// tables' triggers add, summed), never before.
     pub fn data_version(&self) -> Result<i64> {
-        self.one("SELECT last_value FROM carrel_generation", &[])
+        self.one(
+            "SELECT coalesce(sum(n), 0)::bigint FROM carrel_changes",
+            &[],
+        )
     }
 
     /// pgvector's version on the server, for `carrel doctor`.

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 pub use candidates::HNSW_EF_SEARCH;
 
 /// The schema this build writes and understands.
-pub const PG_SCHEMA_VERSION: i64 = 2;
+pub const PG_SCHEMA_VERSION: i64 = 3;
 
 /// Each version's statements, in order; version N is `MIGRATIONS[N - 1]`.
 const MIGRATIONS: &[&str] = &[
@@ -147,7 +147,8 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE foreign_sources (name text PRIMARY KEY, source text NOT NULL);
      -- Every change to the library's documents or passages moves this
      -- sequence, so a reader's caches know when to read again (SQLite's
-     -- data_version); a sequence takes no lock, so writers never wait on it.
+     -- data_version); a sequence takes no lock, so writers never wait on it
+     -- (replaced by rows in schema 3).
      CREATE SEQUENCE carrel_generation;
      CREATE FUNCTION carrel_bump() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
@@ -190,6 +191,24 @@ const MIGRATIONS: &[&str] = &[
         FOR EACH STATEMENT EXECUTE FUNCTION carrel_count_chunks();
      CREATE TRIGGER chunks_removed AFTER DELETE ON chunks REFERENCING OLD TABLE AS changed
         FOR EACH STATEMENT EXECUTE FUNCTION carrel_count_chunks();",
+    // 3: the library's generation is counted in rows its writers' own
+    // statements add, not a sequence: `nextval` is seen by every reader
+    // before the writer commits, so a reader could cache what it read under
+    // a generation whose rows it did not see yet, and keep it. A reader's
+    // sum moves only when a commit it can see added to it; rows are folded
+    // as `chunk_totals`' are.
+    "CREATE TABLE carrel_changes (n bigint NOT NULL);
+     INSERT INTO carrel_changes SELECT last_value FROM carrel_generation;
+     CREATE OR REPLACE FUNCTION carrel_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO carrel_changes VALUES (1);
+            IF (SELECT count(*) FROM carrel_changes) > 64 AND pg_try_advisory_xact_lock(7294511, 3) THEN
+                WITH gone AS (DELETE FROM carrel_changes RETURNING n)
+                INSERT INTO carrel_changes SELECT sum(n) FROM gone;
+            END IF;
+            RETURN NULL;
+        END $$;
+     DROP SEQUENCE carrel_generation;",
 ];
 
 /// A library on a PostgreSQL server.
@@ -385,27 +404,53 @@ impl PgStore {
 }
 
 /// The password `psql` would use for this server, user and database:
+/// Passwords this process was given in a URL (`carrel --database-url`), by
+/// the `.pgpass` fields they answer: read before any other, written
+/// nowhere.
+static GIVEN: Mutex<Vec<([String; 4], String)>> = Mutex::new(Vec::new());
+
+/// Keeps the password `url` holds, if any, for this process's connections
+/// to its server, database and user.
+pub(crate) fn remember_password(url: &str) {
+    let Ok(config) = url.parse::<postgres::Config>() else {
+        return;
+    };
+    if let Some(p) = config.get_password() {
+        let password = String::from_utf8_lossy(p).into_owned();
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        given.push((pgpass_key(&config), password));
+    }
+}
+
+/// The password given to this process for `config`'s server, else
 /// `PGPASSWORD`, else the first matching line of `~/.pgpass` (or
 /// `PGPASSFILE`), `host:port:database:user:password`, where `*` matches
 /// anything and `\:` is a colon.
 fn password_for(config: &postgres::Config) -> Option<String> {
+    let key = pgpass_key(config);
+    let given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = given.iter().rev().find(|(k, _)| *k == key) {
+        return Some(p.clone());
+    }
+    drop(given);
     if let Ok(p) = std::env::var("PGPASSWORD") {
         return Some(p);
     }
     let text = std::fs::read_to_string(crate::store::home::pgpass_file()?).ok()?;
+    let [host, port, db, user] = &key;
+    pgpass_lookup(&text, [host, port, db, user])
+}
+
+/// The host, port, database and user a password is looked up by.
+fn pgpass_key(config: &postgres::Config) -> [String; 4] {
     let host = match config.get_hosts().first() {
         Some(postgres::config::Host::Tcp(h)) => h.clone(),
         _ => "localhost".into(),
     };
-    let port = config
-        .get_ports()
-        .first()
-        .copied()
-        .unwrap_or(5432)
-        .to_string();
+    let port = config.get_ports().first().copied().unwrap_or(5432);
     let user = config.get_user().unwrap_or("postgres");
     let db = config.get_dbname().unwrap_or(user);
-    pgpass_lookup(&text, [&host, &port, db, user])
+    [host, port.to_string(), db.to_string(), user.to_string()]
 }
 
 /// The password of the first `.pgpass` line whose four fields match.
