@@ -61,7 +61,7 @@ pub enum Error {
         supported: i64,
     },
 
-    #[error("the PostgreSQL library at {server} failed: {err}")]
+    #[error("the PostgreSQL library at {server} failed: {}", pg_said(err))]
     Postgres {
         server: String,
         #[source]
@@ -271,5 +271,27 @@ impl Error {
             path: path.into(),
             err,
         }
+    }
+}
+
+/// What a PostgreSQL client error says in full, for people: the server's
+/// own message when it answered, else the failure and its cause (the
+/// client's own text names only the kind: "db error", "invalid
+/// configuration"), and where a password goes when one was missing or
+/// wrong.
+fn pg_said(err: &postgres::Error) -> String {
+    const WHERE: &str = "give it in PGPASSWORD or ~/.pgpass (or in the URL of --database-url)";
+    if let Some(db) = err.as_db_error() {
+        return match *db.code() == postgres::error::SqlState::INVALID_PASSWORD {
+            true => format!("{}; {WHERE}", db.message()),
+            false => db.message().to_string(),
+        };
+    }
+    match std::error::Error::source(err).map(|c| c.to_string()) {
+        Some(cause) if cause == "password missing" => {
+            format!("the server asks for a password; {WHERE}")
+        }
+        Some(cause) => format!("{err}: {cause}"),
+        None => err.to_string(),
     }
 }

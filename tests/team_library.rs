@@ -401,19 +401,26 @@ fn the_keyword_side_ranks_passages_as_fts5_does() {
     assert_eq!(pg_order, lite_order);
     assert_eq!(health(&pg).1, 0, "the totals count every passage");
 
-    // A library of schema 1 (no tokens, no totals) is counted when this
-    // build opens it, and ranks as one made new.
+    // A library of schema 1 (no tokens, no totals, its generation a
+    // sequence) is counted when this build opens it, and ranks as one made
+    // new; its generation never goes back.
+    let generation = pg.data_version().unwrap();
     drop(pg);
     let mut db = postgres::Client::connect(&pg_server.url, postgres::NoTls).unwrap();
-    db.batch_execute(
+    db.batch_execute(&format!(
         "DROP TRIGGER chunks_added ON chunks; DROP TRIGGER chunks_removed ON chunks;
          DROP FUNCTION carrel_count_chunks(); DROP TABLE chunk_totals;
          ALTER TABLE chunks DROP COLUMN tokens;
-         UPDATE carrel_meta SET value = '1' WHERE key = 'schema_version';",
-    )
+         DROP TABLE carrel_changes; CREATE SEQUENCE carrel_generation START {generation};
+         SELECT nextval('carrel_generation');
+         CREATE OR REPLACE FUNCTION carrel_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM nextval('carrel_generation'); RETURN NULL; END $$;
+         UPDATE carrel_meta SET value = '1' WHERE key = 'schema_version';"
+    ))
     .unwrap();
     let pg = PgStore::open(&pg_server.url, "ana").unwrap();
     assert_eq!(health(&pg).1, 0, "the migration counts every passage");
+    assert_eq!(pg.data_version().unwrap(), generation);
     let again = keyword_texts(&pg, "glacier");
     assert_eq!(again, lite_order);
 
@@ -509,6 +516,114 @@ fn a_body_no_document_holds_is_collected() {
         .unwrap();
     assert!(!w.unchanged);
     assert_eq!(health(&pg), ([1, 0, 0, 0], 0));
+}
+
+/// A reader's generation moves when another writer's change is committed,
+/// never before: a reader that cached what it read under a generation
+/// whose rows it could not see yet would keep that stale read.
+#[test]
+fn a_generation_moves_with_the_commit_a_reader_can_see() {
+    let pg_server = pg_server::start_postgres();
+    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
+    let before = pg.data_version().unwrap();
+    let mut db = postgres::Client::connect(&pg_server.url, postgres::NoTls).unwrap();
+    let mut tx = db.transaction().unwrap();
+    tx.execute("UPDATE documents SET title = title WHERE false", &[])
+        .unwrap();
+    assert_eq!(
+        pg.data_version().unwrap(),
+        before,
+        "a change not yet committed is not a new generation"
+    );
+    tx.commit().unwrap();
+    let after = pg.data_version().unwrap();
+    assert!(after > before, "{after} after {before}");
+    // Folded when many, the generation still only grows.
+    for _ in 0..100 {
+        db.execute("UPDATE cards SET text = text WHERE false", &[])
+            .unwrap();
+    }
+    let folded: i64 = db
+        .query_one("SELECT count(*) FROM carrel_changes", &[])
+        .unwrap()
+        .get(0);
+    assert!(folded <= 65, "{folded} rows");
+    assert_eq!(pg.data_version().unwrap(), after + 100);
+}
+
+/// A team library named by its server alone (`carrel --database-url`): no
+/// folder to make, no name on the shelf. The password in the URL opens it
+/// and is written nowhere; without one, the server's refusal is said with
+/// the server's name.
+#[test]
+fn a_team_library_named_by_its_url_is_added_to_and_read() {
+    let server = pg_server::start_postgres();
+    server.require_password("ana", "s3cret-pw");
+    let data = tempfile::tempdir().unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    for f in labelled_files().iter().take(3) {
+        std::fs::copy(f, folder.path().join(f.file_name().unwrap())).unwrap();
+    }
+    let url = server.url.replacen("postgres@", "ana:s3cret-pw@", 1);
+    let home = || {
+        let mut c = carrel_home(data.path());
+        c.env_remove("PGPASSWORD")
+            .env("PGPASSFILE", "/nonexistent")
+            .env("CARREL_WRITER", "ana");
+        c
+    };
+    run_ok(
+        home()
+            .args(["--database-url", &url, "add"])
+            .arg(folder.path()),
+    );
+    let json = run_ok(home().args(["--database-url", &url, "list", "--json"]));
+    let docs: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(docs.as_array().unwrap().len(), 3, "{json}");
+    let mut db = postgres::Client::connect(&server.url, postgres::NoTls).unwrap();
+    assert_eq!(writers_of(&mut db), ["ana"]);
+    for entry in walk(data.path()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("s3cret-pw"), "{}", entry.display());
+    }
+
+    // Without the password, or with a wrong one, the command says so and
+    // where a password goes.
+    for (who, said_then) in [
+        ("ana@", "the server asks for a password"),
+        (
+            "ana:wrong-pw@",
+            "password authentication failed for user \"ana\"",
+        ),
+    ] {
+        let url = server.url.replacen("postgres@", who, 1);
+        let out = home()
+            .args(["--database-url", &url, "list"])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            said.contains("127.0.0.1") && said.contains(said_then),
+            "{said}"
+        );
+        assert!(said.contains("PGPASSWORD"), "{said}");
+        assert!(!said.contains("wrong-pw"), "{said}");
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        match path.is_dir() {
+            true => files.extend(walk(&path)),
+            false => files.push(path),
+        }
+    }
+    files
 }
 
 /// A library written by a newer Carrel is refused with a sentence that

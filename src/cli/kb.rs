@@ -190,7 +190,7 @@ impl<'a> Here<'a> {
     fn load(cli: &'a Cli) -> Result<Self, Error> {
         let path = shelf_path()?;
         let shelf = Shelf::load(&path)?;
-        let (in_use, _) = crate::library_dir(cli.library.as_deref(), None)?;
+        let (in_use, _) = crate::library_dir(super::library_flag(cli)?.as_deref(), None)?;
         Ok(Here {
             cli,
             path,

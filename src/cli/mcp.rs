@@ -12,7 +12,8 @@ use crate::library::shelf::{Shelf, shelf_path};
 #[derive(clap::Args)]
 pub struct Args {
     /// The libraries to serve, by name [default: every library on the
-    /// shelf, the one in use first; with --library or --kb, that one only]
+    /// shelf, the one in use first; with --library, --database-url or --kb,
+    /// that one only]
     kbs: Vec<String>,
 }
 
@@ -22,13 +23,14 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The libraries a server holds: the one `--library` or `--kb` names (a
-/// folder without a library is an error before serving), else those named
-/// on the shelf, else the whole shelf with the library in use first. Every
+/// The libraries a server holds: the one `--library`, `--database-url` or
+/// `--kb` names (a folder without a library is an error before serving),
+/// else those named on the shelf, else the whole shelf with the library in use first. Every
 /// name must be on the shelf; a library on it that cannot be opened is
 /// served as unavailable, with the reason.
 pub(super) fn hub(cli: &Cli, kbs: &[String]) -> Result<Hub, Error> {
-    let (in_use, _) = crate::library_dir(cli.library.as_deref(), None)?;
+    let flag = super::library_flag(cli)?;
+    let (in_use, _) = crate::library_dir(flag.as_deref(), None)?;
     let survey = Shelf::load(&shelf_path()?)?.survey(&in_use);
     let models = models(cli)?;
     let one = |dir: std::path::PathBuf| -> Result<Hub, Error> {
@@ -46,7 +48,7 @@ pub(super) fn hub(cli: &Cli, kbs: &[String]) -> Result<Hub, Error> {
     if let Some(kb) = super::one_kb(cli)? {
         return one(survey.find(kb)?);
     }
-    if cli.library.is_some() {
+    if flag.is_some() {
         return one(in_use);
     }
     if kbs.is_empty() {

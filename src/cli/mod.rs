@@ -57,6 +57,11 @@ pub struct Cli {
     /// as `@kb:NAME` in the question is
     #[arg(long, global = true, conflicts_with = "library")]
     kb: Vec<String>,
+    /// A team library on PostgreSQL, named by its server instead of a
+    /// folder: postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE (a password
+    /// here is used and written nowhere; else PGPASSWORD or ~/.pgpass)
+    #[arg(long, global = true, conflicts_with_all = ["library", "kb"])]
+    database_url: Option<String>,
     /// Folder with the ONNX Runtime library and the models [default: those
     /// installed with the package, else $CARREL_MODELS, else models/ in the
     /// platform data dir, which `make models` fills]
@@ -202,7 +207,7 @@ fn config(cli: &Cli, limits: Limits) -> Result<LibraryConfig, Error> {
 /// The config of the library `kb` names on the shelf, else of the library
 /// in use (or --library).
 fn config_of(cli: &Cli, kb: Option<&str>, limits: Limits) -> Result<LibraryConfig, Error> {
-    let (mut dir, _) = crate::library_dir(cli.library.as_deref(), None)?;
+    let (mut dir, _) = crate::library_dir(library_flag(cli)?.as_deref(), None)?;
     if let Some(kb) = kb {
         dir = crate::library::shelf::Shelf::load(&crate::library::shelf::shelf_path()?)?
             .survey(&dir)
@@ -214,6 +219,15 @@ fn config_of(cli: &Cli, kb: Option<&str>, limits: Limits) -> Result<LibraryConfi
         ..limits
     };
     Ok(config)
+}
+
+/// The library folder the flags name: --library's, or the one Carrel
+/// keeps for the server --database-url names; none when neither is given.
+fn library_flag(cli: &Cli) -> Result<Option<PathBuf>, Error> {
+    match &cli.database_url {
+        Some(url) => Ok(Some(crate::store::Store::dir_for_url(url)?)),
+        None => Ok(cli.library.clone()),
+    }
 }
 
 /// The one library `--kb` names, if any; several is an error for every

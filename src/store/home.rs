@@ -66,10 +66,39 @@ impl Store {
             kb: None,
             last_ok: None,
         };
-        let path = dir.join(POSTGRES_FILE);
-        let json = serde_json::to_string_pretty(&home).expect("a URL serialises");
-        std::fs::write(&path, json + "\n").map_err(|e| Error::io(&path, e))?;
+        write_home(dir, &home)?;
         Ok((store, had_password))
+    }
+
+    /// The folder Carrel keeps for the PostgreSQL library at `url` when a
+    /// command names it by its URL (`carrel --database-url`) rather than by
+    /// a folder or the shelf: `servers/HOST-PORT-DATABASE` in the data
+    /// folder, whose `postgres.json` names the URL without its password. A
+    /// password in `url` is kept by this process only, for this server.
+    pub fn dir_for_url(url: &str) -> Result<PathBuf> {
+        let (kept, _) = without_password(url)?;
+        super::pg::remember_password(url);
+        let server = super::pg::server_of(&kept);
+        let name: String = server
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let dir = crate::paths::default_data_dir()?.join("servers").join(name);
+        if postgres_url(&dir)?.as_deref() != Some(kept.as_str()) {
+            let home = PostgresHome {
+                url: kept,
+                kb: None,
+                last_ok: None,
+            };
+            write_home(&dir, &home)?;
+        }
+        Ok(dir)
     }
 
     /// The server a library's folder names, for people (host, port,
@@ -96,9 +125,7 @@ impl Store {
         };
         home.kb = Some(kb.to_string());
         home.last_ok = Some(super::now());
-        let path = dir.join(POSTGRES_FILE);
-        let json = serde_json::to_string_pretty(&home).expect("a URL serialises");
-        std::fs::write(&path, json + "\n").map_err(|e| Error::io(&path, e))
+        write_home(dir, &home)
     }
 }
 
@@ -122,6 +149,13 @@ fn read_home(dir: &Path) -> Result<Option<PostgresHome>> {
         ))
     })?;
     Ok(Some(home))
+}
+
+/// Writes a library folder's `postgres.json` whole: every process that
+/// opens the library notes the server's answer in it, while others read it.
+fn write_home(dir: &Path, home: &PostgresHome) -> Result<()> {
+    let json = serde_json::to_string_pretty(home).expect("a URL serialises");
+    crate::paths::write_whole(&dir.join(POSTGRES_FILE), (json + "\n").as_bytes())
 }
 
 /// `url` without a password (in its user part or as a `password`

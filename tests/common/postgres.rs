@@ -130,6 +130,31 @@ pub fn start_replica(primary: &Postgres) -> Postgres {
 }
 
 impl Postgres {
+    /// Makes `user` a login role (a superuser, as pgvector's extension asks)
+    /// that must give `password` over TCP; every other user stays trusted.
+    pub fn require_password(&self, user: &str, password: &str) {
+        let mut c = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
+        c.batch_execute(&format!(
+            "CREATE ROLE {user} LOGIN SUPERUSER PASSWORD '{password}'"
+        ))
+        .unwrap();
+        let hba = self._dir.path().join("data").join("pg_hba.conf");
+        let rules = std::fs::read_to_string(&hba).unwrap();
+        let rule = format!("host all {user} 127.0.0.1/32 scram-sha-256\n");
+        std::fs::write(&hba, rule + &rules).unwrap();
+        c.batch_execute("SELECT pg_reload_conf()").unwrap();
+        // Wait until the server asks for it: the event, with a deadline.
+        let without = self.url.replacen("postgres@", &format!("{user}@"), 1);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while postgres::Client::connect(&without, postgres::NoTls).is_ok() {
+            assert!(
+                Instant::now() < deadline,
+                "the server never asked {user} for a password"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits until this replica has replayed everything `primary` had
     /// written when called: the event, with a deadline.
     pub fn wait_caught_up(&self, primary: &Postgres) {
