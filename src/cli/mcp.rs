@@ -25,9 +25,9 @@ pub fn exec(cli: &Cli, args: &Args) -> Result<ExitCode, Error> {
 
 /// The libraries a server holds: the one `--library`, `--database-url` or
 /// `--kb` names (a folder without a library is an error before serving),
-/// else those named on the shelf, else the whole shelf with the library in use first. Every
-/// name must be on the shelf; a library on it that cannot be opened is
-/// served as unavailable, with the reason.
+/// else those named on the shelf, else the whole shelf with the library in
+/// use first. Every name must be on the shelf; a library on it that cannot
+/// be opened is served as unavailable, with the reason.
 pub(super) fn hub(cli: &Cli, kbs: &[String]) -> Result<Hub, Error> {
     let flag = super::library_flag(cli)?;
     let (in_use, _) = crate::library_dir(flag.as_deref(), None)?;
