@@ -3,8 +3,9 @@
 # build of the app and the CLI, bundled by Tauri's bundler (the Tauri CLI
 # from npm, pinned in ui/package.json) into a .deb and an .rpm that hold:
 #   /usr/bin/carrel-app, /usr/bin/carrel
-#   /usr/lib/Carrel/models/   the ONNX Runtime library, all-MiniLM-L6-v2 and
-#                             carrel-ce-v2, checked against the sha256 that
+#   /usr/lib/Carrel/models/   the ONNX Runtime library, all-MiniLM-L6-v2,
+#                             multilingual-e5-small and carrel-ce-v2,
+#                             checked against the sha256 that
 #                             `make models` recorded before they go in
 #   the desktop entry and icons, carrel(1), bash/zsh/fish completions;
 # and, beside them, the built-in answerer's model as a package of its own
@@ -21,9 +22,14 @@ stage="$target/package"
 rm -rf "$stage" "$target/release/bundle"
 mkdir -p "$stage/models" "$stage/share"
 
-# The models that go in: every file of the runtime, the embedder and the
-# shipped cross-encoder, copied, then checked against the recorded sums.
-grep -E '  (onnxruntime|all-MiniLM-L6-v2|carrel-ce-v2)/' "$CARREL_MODELS/SHA256SUMS" > "$stage/models/SHA256SUMS"
+# The models that go in: every file of the runtime, both embedders (the
+# Settings page offers each) and the shipped cross-encoder, copied, then
+# checked against the recorded sums. The multilingual embedder keeps its own
+# sums beside it (tools/fetch-e5.sh); they are named here from the folder.
+{
+  grep -E '  (onnxruntime|all-MiniLM-L6-v2|carrel-ce-v2)/' "$CARREL_MODELS/SHA256SUMS"
+  sed 's|  |  multilingual-e5-small/|' "$CARREL_MODELS/multilingual-e5-small/SHA256SUMS"
+} > "$stage/models/SHA256SUMS"
 while read -r _ file; do
   mkdir -p "$stage/models/$(dirname "$file")"
   cp "$CARREL_MODELS/$file" "$stage/models/$file"

@@ -137,7 +137,7 @@ pub async fn embedder_choice(state: State<'_, AppState>) -> Result<EmbedderChoic
                     name: kind.name().to_string(),
                     missing: carrel::models::Fingerprints::of(&models)
                         .err()
-                        .map(|_| format!("not installed: run {}", kind.installed_by())),
+                        .map(|_| format!("not installed: {}", kind.install_hint(models.from))),
                 }
             })
             .collect();

@@ -9,6 +9,8 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+use super::ModelsFrom;
+
 /// An embedder Carrel ships. Both give 384-dimensional unit vectors.
 #[derive(
     Debug,
@@ -96,11 +98,16 @@ impl EmbedderKind {
         }
     }
 
-    /// What installs its files, for a sentence that says what to do.
-    pub fn installed_by(self) -> &'static str {
-        match self {
-            EmbedderKind::MiniLm => "`make models` (tools/fetch-models.sh)",
-            EmbedderKind::E5Small => "`make models` (tools/fetch-e5.sh)",
+    /// What to do when its files are missing, for a sentence. Where the
+    /// models come from decides it: the package ships every embedder, and
+    /// its user has no `make`.
+    pub fn install_hint(self, from: ModelsFrom) -> &'static str {
+        match (from, self) {
+            (ModelsFrom::Installed, _) => {
+                "reinstall Carrel's package (sudo apt install --reinstall carrel)"
+            }
+            (_, EmbedderKind::MiniLm) => "run `make models` (tools/fetch-models.sh)",
+            (_, EmbedderKind::E5Small) => "run `make models` (tools/fetch-e5.sh)",
         }
     }
 }
