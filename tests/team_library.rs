@@ -420,7 +420,11 @@ fn the_keyword_side_ranks_passages_as_fts5_does() {
     .unwrap();
     let pg = PgStore::open(&pg_server.url, "ana").unwrap();
     assert_eq!(health(&pg).1, 0, "the migration counts every passage");
-    assert_eq!(pg.data_version().unwrap(), generation);
+    assert_eq!(
+        pg.data_version().unwrap(),
+        generation + 1,
+        "carried over, then moved once as schema 4 makes the words again"
+    );
     let again = keyword_texts(&pg, "glacier");
     assert_eq!(again, lite_order);
 
@@ -431,6 +435,123 @@ fn the_keyword_side_ranks_passages_as_fts5_does() {
         .unwrap();
     assert_eq!(health(&pg).1, 0, "the totals lose what was removed");
     assert!(pg.keyword_chunks("glacier", 5).unwrap().is_empty());
+}
+
+/// The keyword side reads the words FTS5 reads (PostgreSQL schema 4):
+/// Porter's stems, not Snowball's ("skies" and "skiing" are one word to
+/// FTS5 and two to PostgreSQL's English configuration, "news" is "new"),
+/// every token of a passage counted, a phrase looked for in a passage's
+/// text and not across its heading. A library of schema 3, whose words
+/// were the English configuration's, reads them so once this build opens
+/// it, its totals made again.
+#[test]
+fn the_keyword_side_reads_the_words_fts5_reads() {
+    let pg_server = pg_server::start_postgres();
+    let dir = tempfile::tempdir().unwrap();
+    let mut lite = Store::open(&dir.path().join("library.sqlite3")).unwrap();
+    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
+    let fp = fingerprints();
+    let v = Validators::default();
+    let mountain = [
+        "Clear skies over the ridge all week.",
+        "Skiing the north face at dawn, before the lifts open.",
+        "The news from the pass: fresh snow on the ridge.",
+        "A new lift opens on the south face.",
+        "Avalanche forecasts, then more forecasts, for the ridge and the pass.",
+    ]
+    .map(String::from);
+    let mut bodies: Vec<Body> = (0..TOPICS.len()).map(body).collect();
+    bodies.push(body_of(60, "Mountain", "Weather", &mountain));
+    for (i, b) in bodies.iter().enumerate() {
+        let source = format!("/notes/{i}.txt");
+        let doc = document(&source, &b.card.title, &v);
+        lite.write_document(&doc, holding(b), &fp).unwrap();
+        pg.write_document(&doc, holding(b), &fp).unwrap();
+    }
+    let text = |id| lite.chunk_text(id).unwrap().unwrap().1;
+    let questions = [
+        "skiing",
+        "the news",
+        "new ski lifts",
+        "ridge forecasts",
+        "skies",
+    ];
+    let lite_orders: Vec<Vec<String>> = questions
+        .iter()
+        .map(|q| {
+            lite.keyword_chunks(q, 5)
+                .unwrap()
+                .into_iter()
+                .map(text)
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        lite_orders[0].len(),
+        2,
+        "FTS5 reads skies as skiing: {lite_orders:?}"
+    );
+    let line = "the ridge";
+    let mut lite_phrase: Vec<String> = lite
+        .phrase_chunks(line, 5)
+        .unwrap()
+        .into_iter()
+        .map(text)
+        .collect();
+    lite_phrase.sort();
+    assert_eq!(lite_phrase.len(), 3, "{lite_phrase:?}");
+    assert!(
+        lite.phrase_chunks("Mountain Weather", 5)
+            .unwrap()
+            .is_empty()
+    );
+    let asked = "skier skis glaciology";
+    let lite_unused = lite.vocabulary(asked).unwrap().unused;
+    let reads_as_sqlite = |pg: &PgStore| {
+        for (q, order) in questions.iter().zip(&lite_orders) {
+            assert_eq!(&keyword_texts(pg, q), order, "{q}");
+        }
+        let texts = |ids: Vec<i64>| -> Vec<String> {
+            let mut texts: Vec<String> = ids
+                .into_iter()
+                .map(|id| pg.passage(id).unwrap().unwrap().text)
+                .collect();
+            texts.sort();
+            texts
+        };
+        assert_eq!(texts(pg.phrase_chunks(line, 5).unwrap()), lite_phrase);
+        assert!(pg.phrase_chunks("Mountain Weather", 5).unwrap().is_empty());
+        assert_eq!(pg.vocabulary(asked).unwrap().unused, lite_unused);
+        assert_eq!(health(pg).1, 0, "the totals count every passage");
+    };
+    reads_as_sqlite(&pg);
+
+    // The library as schema 3 made it: its words and lengths PostgreSQL's.
+    drop(pg);
+    let mut db = postgres::Client::connect(&pg_server.url, postgres::NoTls).unwrap();
+    db.batch_execute(
+        "ALTER TABLE chunks DROP COLUMN words;
+         ALTER TABLE chunks ADD COLUMN words tsvector
+            GENERATED ALWAYS AS (to_tsvector('english', heading_path || ' ' || text)) STORED;
+         CREATE INDEX chunks_words ON chunks USING gin (words);
+         ALTER TABLE chunks DROP COLUMN tokens;
+         ALTER TABLE chunks ADD COLUMN tokens integer
+            GENERATED ALWAYS AS (regexp_count(heading_path || ' ' || text, '[[:alnum:]]+')) STORED;
+         UPDATE carrel_meta SET value = '3' WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    let holding_ski = |db: &mut postgres::Client| -> i64 {
+        db.query_one(
+            "SELECT count(*) FROM chunks WHERE words @@ 'ski'::tsquery",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    assert_eq!(holding_ski(&mut db), 1, "Snowball reads skies as sky");
+    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
+    assert_eq!(holding_ski(&mut db), 2);
+    reads_as_sqlite(&pg);
 }
 
 /// Two writers store one body at once, under two sources and under one:

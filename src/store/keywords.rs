@@ -29,6 +29,15 @@ pub(crate) fn match_terms(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A line's words, lowercased, in order, every one kept: what a phrase
+/// search looks for ([`SqliteStore::phrase_chunks`]).
+pub(crate) fn phrase_words(line: &str) -> Vec<String> {
+    line.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
 fn any_of(terms: &[String]) -> Option<String> {
     (!terms.is_empty()).then(|| terms.join(" OR "))
 }
@@ -172,11 +181,7 @@ impl SqliteStore {
     /// the candidates a verbatim check then reads. A line with no words
     /// matches nothing.
     pub fn phrase_chunks(&self, line: &str, k: usize) -> Result<Vec<i64>> {
-        let words: Vec<String> = line
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect();
+        let words = phrase_words(line);
         if words.is_empty() {
             return Ok(Vec::new());
         }

@@ -9,6 +9,7 @@ mod contents;
 pub mod copy;
 mod documents;
 mod foreign;
+pub(crate) mod fts5_words;
 pub(crate) mod home;
 pub(crate) mod identity;
 pub mod keywords;

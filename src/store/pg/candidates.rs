@@ -8,23 +8,25 @@
 use pgvector::Vector;
 
 use super::PgStore;
+use super::words::query_lexemes;
 use crate::error::Result;
 use crate::language::Language;
 use crate::score::Cosine;
 use crate::store::candidates::PassageRow;
-use crate::store::keywords::{COMMON_WORD_PASSAGES, match_terms};
+use crate::store::keywords::COMMON_WORD_PASSAGES;
 use crate::store::signs::Search;
 use crate::store::{ById, Location, NearCard, Passage};
 
 /// BM25 over the chunks' words ([`PgStore::keyword_chunks`]) as FTS5's
-/// `bm25()` scores them: $1 the query's content words, $2 the most
-/// passages a telling word may be in, $3 how many to return.
+/// `bm25()` scores them: $1 the query's words as FTS5 reads them (a
+/// repeated one scored as often as it comes), $2 the most passages a
+/// telling word may be in, $3 how many to return.
 ///
 /// The rule is FTS5's: k1 1.2, b 0.75; IDF `ln((N - n + 0.5) / (n + 0.5))`,
-/// 1e-6 where that is not positive; a passage's length its tokens and the
+/// 1e-6 where that is not positive; a word's frequency its places in the
+/// heading and text together, a passage's length their tokens and the
 /// average over the whole library (`chunk_totals`, schema 2), N the
-/// library's passages. What differs is the stemmer (PostgreSQL's English
-/// Snowball against FTS5's Porter) and that a `tsvector` keeps no stop word.
+/// library's passages; the words are FTS5's own (`words`, schema 4).
 ///
 /// Each word's passage count is counted exactly (up to $2 + 1), except a
 /// word the planner's statistics of `words` (ANALYZE's sample) put in over
@@ -35,7 +37,8 @@ use crate::store::{ById, Location, NearCard, Passage};
 /// and their counts are those an exact count gives; a library never
 /// analysed is counted as before.
 const BM25: &str = "
-    WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1::text))),
+    WITH q AS (SELECT lexeme, count(*)::float8 AS times FROM unnest($1::text[]) AS w (lexeme)
+           GROUP BY lexeme),
     totals AS MATERIALIZED (SELECT greatest(sum(passages), 1)::float8 AS n,
                                    greatest(sum(tokens)::float8 / greatest(sum(passages), 1), 1) AS avgdl
            FROM chunk_totals),
@@ -50,9 +53,9 @@ const BM25: &str = "
              ELSE (SELECT count(*) FROM (SELECT 1 FROM chunks
                    WHERE words @@ quote_literal(q.lexeme)::tsquery LIMIT $2::bigint + 1) AS s) END::float8 AS df
            FROM q),
-    telling AS (SELECT lexeme, CASE WHEN totals.n > 2 * df THEN ln((totals.n - df + 0.5) / (df + 0.5))
+    telling AS (SELECT lexeme, times, CASE WHEN totals.n > 2 * df THEN ln((totals.n - df + 0.5) / (df + 0.5))
                                     ELSE 1e-6 END AS idf
-           FROM df, totals WHERE df > 0 AND df <= $2::bigint),
+           FROM df JOIN q USING (lexeme), totals WHERE df > 0 AND df <= $2::bigint),
     hits AS MATERIALIZED (SELECT c.id, c.tokens::float8 AS len, u.lexeme,
                     array_length(u.positions, 1)::float8 AS tf
              FROM chunks c, unnest(c.words) AS u
@@ -60,7 +63,7 @@ const BM25: &str = "
                AND u.lexeme IN (SELECT lexeme FROM telling))
     SELECT h.id FROM hits h JOIN telling t USING (lexeme), totals
     GROUP BY h.id
-    ORDER BY sum(t.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / totals.avgdl))) DESC, h.id
+    ORDER BY sum(t.times * t.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / totals.avgdl))) DESC, h.id
     LIMIT $3::bigint";
 
 /// How many times the most passages a telling word may be in
@@ -137,20 +140,17 @@ impl PgStore {
 
     /// The `k` passages whose words best match `text`, best first, ranked
     /// by BM25 as SQLite's FTS5 ranks them ([`BM25`]): the same content
-    /// words, stemmed by PostgreSQL's English configuration; a word in more
-    /// than [`COMMON_WORD_PASSAGES`] passages is left out, as there.
+    /// words, read by FTS5's tokenizer; a word in more than
+    /// [`COMMON_WORD_PASSAGES`] passages is left out, as there.
     pub fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>> {
-        let words: Vec<String> = match_terms(text)
-            .iter()
-            .map(|t| t.trim_matches('"').to_string())
-            .collect();
+        let words = query_lexemes(text)?;
         if words.is_empty() {
             return Ok(Vec::new());
         }
         let rows = self.rows(
             BM25,
             &[
-                &words.join(" "),
+                &words,
                 &(COMMON_WORD_PASSAGES as i64),
                 &(k as i64),
                 &COMMON_BY_STATISTICS,

@@ -4,12 +4,13 @@
 //! what `carrel doctor` and the caches read of the server.
 
 use super::PgStore;
+use super::words::{Within, phrase};
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb, ReadToken, TokenDigest, TokenInfo};
 use crate::language::Language;
 use crate::models::EmbedderKind;
 use crate::score::Scored;
-use crate::store::keywords::{Vocabulary, match_terms, unsegmented};
+use crate::store::keywords::{Vocabulary, match_terms, phrase_words, unsegmented};
 use crate::store::{LogEntry, Retention, StoredTurn, now};
 
 impl PgStore {
@@ -286,14 +287,13 @@ impl PgStore {
             .collect();
         let mut unused = Vec::new();
         for term in &terms {
-            // A word PostgreSQL's English configuration drops ("before",
-            // "very") is one nearly every passage holds: FTS5 keeps it and
-            // finds it, so it counts as used here too, never unfamiliar.
-            let used: bool = self.one(
-                "SELECT numnode(q) = 0 OR EXISTS (SELECT 1 FROM chunks WHERE words @@ q)
-                 FROM to_tsquery('english', quote_literal($1)) AS q",
-                &[term],
-            )?;
+            let used = match phrase(term, Within::Passage)? {
+                Some(q) => self.one(
+                    "SELECT EXISTS (SELECT 1 FROM chunks WHERE words @@ $1::text::tsquery)",
+                    &[&q],
+                )?,
+                None => true,
+            };
             if !used {
                 unused.push(term.clone());
             }
@@ -306,13 +306,13 @@ impl PgStore {
 
     /// Up to `k` passages holding `line`'s words as one phrase, in order.
     pub fn phrase_chunks(&self, line: &str, k: usize) -> Result<Vec<i64>> {
-        if !line.chars().any(char::is_alphanumeric) {
+        let Some(q) = phrase(&phrase_words(line).join(" "), Within::Text)? else {
             return Ok(Vec::new());
-        }
+        };
         Ok(self
             .rows(
-                "SELECT id FROM chunks WHERE words @@ phraseto_tsquery('english', $1) LIMIT $2",
-                &[&line, &(k as i64)],
+                "SELECT id FROM chunks WHERE words @@ $1::text::tsquery LIMIT $2",
+                &[&q, &(k as i64)],
             )?
             .iter()
             .map(|r| r.get(0))

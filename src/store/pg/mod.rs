@@ -16,6 +16,7 @@ mod copy;
 mod documents;
 mod meta;
 mod watches;
+mod words;
 mod write;
 
 use std::sync::Mutex;
@@ -27,7 +28,11 @@ use crate::error::{Error, Result};
 pub use candidates::HNSW_EF_SEARCH;
 
 /// The schema this build writes and understands.
-pub const PG_SCHEMA_VERSION: i64 = 3;
+pub const PG_SCHEMA_VERSION: i64 = 4;
+
+/// The version whose passages' words are made in Rust after its statements
+/// ([`words::refill`]).
+const WORDS_BY_FTS5: usize = 4;
 
 /// Each version's statements, in order; version N is `MIGRATIONS[N - 1]`.
 const MIGRATIONS: &[&str] = &[
@@ -209,6 +214,15 @@ const MIGRATIONS: &[&str] = &[
             RETURN NULL;
         END $$;
      DROP SEQUENCE carrel_generation;",
+    // 4: a passage's words and length are FTS5's tokens, written by Carrel
+    // (`words`): PostgreSQL's English configuration stems by Snowball, not
+    // Porter, and drops stop words, so the keyword side counted other words
+    // than SQLite's. Filled for every passage after these statements; the
+    // indexes they drop are made again when the library is opened, faster
+    // than kept up row by row.
+    "ALTER TABLE chunks ALTER COLUMN words DROP EXPRESSION IF EXISTS;
+     ALTER TABLE chunks ALTER COLUMN tokens DROP EXPRESSION IF EXISTS;
+     DROP INDEX IF EXISTS chunks_words, chunks_embedding;",
 ];
 
 /// A library on a PostgreSQL server.
@@ -283,6 +297,7 @@ impl PgStore {
                 supported: PG_SCHEMA_VERSION,
             },
             Migration::Failed(err) => failed(err),
+            Migration::Carrel(err) => err,
         })?;
         let store = PgStore {
             client: Mutex::new(client),
@@ -487,11 +502,22 @@ enum Migration {
     /// A replica whose primary has not migrated it to this Carrel's schema.
     ReplicaBehind(i64),
     Failed(postgres::Error),
+    /// Carrel's own part of a step failed.
+    Carrel(Error),
 }
 
 impl From<postgres::Error> for Migration {
     fn from(e: postgres::Error) -> Self {
         Migration::Failed(e)
+    }
+}
+
+impl From<Failed> for Migration {
+    fn from(e: Failed) -> Self {
+        match e {
+            Failed::Server(e) => Migration::Failed(e),
+            Failed::Carrel(e) => Migration::Carrel(e),
+        }
     }
 }
 
@@ -539,6 +565,9 @@ fn migrate(client: &mut Client, server: &str) -> std::result::Result<(), Migrati
     for (i, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         tracing::info!(%server, version = i + 1, "migrating the PostgreSQL library");
         tx.batch_execute(step)?;
+        if i + 1 == WORDS_BY_FTS5 {
+            words::refill(&mut tx)?;
+        }
     }
     tx.execute(
         "INSERT INTO carrel_meta (key, value) VALUES ('schema_version', $1)

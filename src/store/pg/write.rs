@@ -9,6 +9,7 @@
 use pgvector::Vector;
 use postgres::Transaction;
 
+use super::words::passage_words;
 use super::{Failed, PgStore};
 use crate::card::Card;
 use crate::error::{Error, Result};
@@ -264,14 +265,28 @@ pub(super) fn insert_chunks(
     fingerprint: &str,
 ) -> std::result::Result<&'static str, Failed> {
     let (language, codes) = languages_of(chunks);
+    let paths = chunks
+        .iter()
+        .map(|k| serde_json::to_string(&k.heading_path))
+        .collect::<serde_json::Result<Vec<String>>>()
+        .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
+    let passages: Vec<(&str, &str)> = paths
+        .iter()
+        .zip(chunks)
+        .map(|(path, k)| (path.as_str(), k.text.as_str()))
+        .collect();
+    let words = passage_words(&passages).map_err(Failed::Carrel)?;
     let insert = tx.prepare(
         "INSERT INTO chunks (content_id, seq, heading_path, section, start_at, end_at, page, text,
-            language, embedding, fingerprint)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            language, embedding, fingerprint, words, tokens)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::tsvector, $13)",
     )?;
-    for (seq, ((k, v), code)) in chunks.iter().zip(vectors).zip(&codes).enumerate() {
-        let path = serde_json::to_string(&k.heading_path)
-            .map_err(|e| Failed::Carrel(Error::Corrupt(e.to_string())))?;
+    let rows = chunks
+        .iter()
+        .zip(vectors)
+        .zip(&codes)
+        .zip(paths.iter().zip(&words));
+    for (seq, (((k, v), code), (path, w))) in rows.enumerate() {
         tx.execute(
             &insert,
             &[
@@ -286,6 +301,8 @@ pub(super) fn insert_chunks(
                 code,
                 &Vector::from(v.clone()),
                 &fingerprint,
+                &w.vector,
+                &w.tokens,
             ],
         )?;
     }

@@ -1,0 +1,71 @@
+//! The words SQLite's keyword index sees in a text: FTS5's own tokenizer,
+//! [`TOKENIZER`] as `chunks_fts` is made (schema v11), run over an
+//! in-memory table. A store without FTS5 (PostgreSQL) keeps these words,
+//! so both stores' BM25 count the same words: the same stems (Porter's,
+//! not Snowball's), the same splits, and no stop word dropped.
+
+use rusqlite::Connection;
+
+use crate::error::Result;
+
+/// The keyword index's tokenizer: Porter's stemmer over `unicode61`
+/// (diacritics removed, split on everything but letters and digits).
+pub const TOKENIZER: &str = "porter unicode61";
+
+/// FTS5's tokens of each text, in order, as its index holds them.
+pub fn fts5_words(texts: &[&str]) -> Result<Vec<Vec<String>>> {
+    let conn = Connection::open_in_memory()?;
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE t USING fts5(x, tokenize = '{TOKENIZER}');
+         CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance');"
+    ))?;
+    let tx = conn.unchecked_transaction()?;
+    {
+        let mut insert = tx.prepare("INSERT INTO t (rowid, x) VALUES (?1, ?2)")?;
+        for (i, text) in texts.iter().enumerate() {
+            insert.execute(rusqlite::params![i as i64, text])?;
+        }
+    }
+    let mut words = vec![Vec::new(); texts.len()];
+    let mut read = tx.prepare("SELECT doc, term FROM v ORDER BY doc, offset")?;
+    let mut rows = read.query([])?;
+    while let Some(row) = rows.next()? {
+        let doc: i64 = row.get(0)?;
+        words[doc as usize].push(row.get(1)?);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_words_are_fts5s_own() {
+        let words = fts5_words(&[
+            "News of skies and skiing, before the café's X-ray",
+            "",
+            "Über 3.5km",
+        ])
+        .unwrap();
+        assert_eq!(
+            words[0],
+            [
+                "new", "of", "ski", "and", "ski", "befor", "the", "cafe", "s", "x", "rai"
+            ]
+        );
+        assert!(words[1].is_empty());
+        assert_eq!(words[2], ["uber", "3", "5km"]);
+    }
+
+    #[test]
+    fn the_tokenizer_is_the_keyword_indexs() {
+        let made = format!("tokenize = '{TOKENIZER}'");
+        assert!(
+            super::super::schema::MIGRATIONS
+                .iter()
+                .any(|sql| sql.contains("CREATE VIRTUAL TABLE chunks_fts") && sql.contains(&made)),
+            "chunks_fts is made with {made}"
+        );
+    }
+}
