@@ -357,6 +357,26 @@ fn keyword_texts(pg: &PgStore, query: &str) -> Vec<String> {
         .collect()
 }
 
+/// A SQLite library in `dir` and a PostgreSQL one on `server`, each
+/// holding the topics' bodies and `extra`, as /notes/N.txt.
+fn both_holding(
+    server: &pg_server::Postgres,
+    dir: &std::path::Path,
+    extra: &Body,
+) -> (Store, PgStore) {
+    let mut lite = Store::open(&dir.join("library.sqlite3")).unwrap();
+    let pg = PgStore::open(&server.url, "ana").unwrap();
+    let (fp, v) = (fingerprints(), Validators::default());
+    let bodies: Vec<Body> = (0..TOPICS.len()).map(body).collect();
+    for (i, b) in bodies.iter().chain([extra]).enumerate() {
+        let source = format!("/notes/{i}.txt");
+        let doc = document(&source, &b.card.title, &v);
+        lite.write_document(&doc, holding(b), &fp).unwrap();
+        pg.write_document(&doc, holding(b), &fp).unwrap();
+    }
+    (lite, pg)
+}
+
 /// The keyword side ranks as FTS5's `bm25()` does, whose length of a
 /// passage is its tokens, stop words and repeats counted, against the
 /// library's average: a passage saying "glacier" among many repeated words
@@ -365,12 +385,6 @@ fn keyword_texts(pg: &PgStore, query: &str) -> Vec<String> {
 /// removal keeps the totals that average is read from.
 #[test]
 fn the_keyword_side_ranks_passages_as_fts5_does() {
-    let pg_server = pg_server::start_postgres();
-    let dir = tempfile::tempdir().unwrap();
-    let mut lite = Store::open(&dir.path().join("library.sqlite3")).unwrap();
-    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
-    let fp = fingerprints();
-    let v = Validators::default();
     let glaciers = [
         format!("The glacier{}.", " and the ice".repeat(12)),
         "Glacier calving near a fjord moraine.".to_string(),
@@ -378,14 +392,10 @@ fn the_keyword_side_ranks_passages_as_fts5_does() {
          over centuries of winters without a thaw, until the valley fills."
             .to_string(),
     ];
-    let mut bodies: Vec<Body> = (0..TOPICS.len()).map(body).collect();
-    bodies.push(body_of(50, "Ice", "Glaciers", &glaciers));
-    for (i, b) in bodies.iter().enumerate() {
-        let source = format!("/notes/{i}.txt");
-        let doc = document(&source, &b.card.title, &v);
-        lite.write_document(&doc, holding(b), &fp).unwrap();
-        pg.write_document(&doc, holding(b), &fp).unwrap();
-    }
+    let pg_server = pg_server::start_postgres();
+    let dir = tempfile::tempdir().unwrap();
+    let glacier = body_of(50, "Ice", "Glaciers", &glaciers);
+    let (lite, pg) = both_holding(&pg_server, dir.path(), &glacier);
     let lite_order: Vec<String> = lite
         .keyword_chunks("glacier", 5)
         .unwrap()
@@ -430,9 +440,14 @@ fn the_keyword_side_ranks_passages_as_fts5_does() {
 
     // A body taken out leaves the totals exact.
     let reason = carrel::extract::BrokenReason::Vanished;
-    let last = format!("/notes/{}.txt", bodies.len() - 1);
-    pg.write_document(&document(&last, "Ice", &v), Holding::Broken(&reason), &fp)
-        .unwrap();
+    let last = format!("/notes/{}.txt", TOPICS.len());
+    let v = Validators::default();
+    pg.write_document(
+        &document(&last, "Ice", &v),
+        Holding::Broken(&reason),
+        &fingerprints(),
+    )
+    .unwrap();
     assert_eq!(health(&pg).1, 0, "the totals lose what was removed");
     assert!(pg.keyword_chunks("glacier", 5).unwrap().is_empty());
 }
@@ -446,12 +461,6 @@ fn the_keyword_side_ranks_passages_as_fts5_does() {
 /// it, its totals made again.
 #[test]
 fn the_keyword_side_reads_the_words_fts5_reads() {
-    let pg_server = pg_server::start_postgres();
-    let dir = tempfile::tempdir().unwrap();
-    let mut lite = Store::open(&dir.path().join("library.sqlite3")).unwrap();
-    let pg = PgStore::open(&pg_server.url, "ana").unwrap();
-    let fp = fingerprints();
-    let v = Validators::default();
     let mountain = [
         "Clear skies over the ridge all week.",
         "Skiing the north face at dawn, before the lifts open.",
@@ -460,14 +469,10 @@ fn the_keyword_side_reads_the_words_fts5_reads() {
         "Avalanche forecasts, then more forecasts, for the ridge and the pass.",
     ]
     .map(String::from);
-    let mut bodies: Vec<Body> = (0..TOPICS.len()).map(body).collect();
-    bodies.push(body_of(60, "Mountain", "Weather", &mountain));
-    for (i, b) in bodies.iter().enumerate() {
-        let source = format!("/notes/{i}.txt");
-        let doc = document(&source, &b.card.title, &v);
-        lite.write_document(&doc, holding(b), &fp).unwrap();
-        pg.write_document(&doc, holding(b), &fp).unwrap();
-    }
+    let pg_server = pg_server::start_postgres();
+    let dir = tempfile::tempdir().unwrap();
+    let weather = body_of(60, "Mountain", "Weather", &mountain);
+    let (lite, pg) = both_holding(&pg_server, dir.path(), &weather);
     let text = |id| lite.chunk_text(id).unwrap().unwrap().1;
     let questions = [
         "skiing",
