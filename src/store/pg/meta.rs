@@ -4,7 +4,7 @@
 //! what `carrel doctor` and the caches read of the server.
 
 use super::PgStore;
-use super::words::{Within, phrase};
+use super::words::{Within, phrases};
 use crate::error::{Error, Result};
 use crate::kb::{Identity, Kb, ReadToken, TokenDigest, TokenInfo};
 use crate::language::Language;
@@ -285,9 +285,10 @@ impl PgStore {
             .map(|t| t.trim_matches('"').to_string())
             .filter(|t| !t.chars().any(unsegmented))
             .collect();
+        let asked: Vec<&str> = terms.iter().map(String::as_str).collect();
         let mut unused = Vec::new();
-        for term in &terms {
-            let used = match phrase(term, Within::Passage)? {
+        for (term, q) in terms.iter().zip(phrases(&asked, Within::Passage)?) {
+            let used = match q {
                 Some(q) => self.one(
                     "SELECT EXISTS (SELECT 1 FROM chunks WHERE words @@ $1::text::tsquery)",
                     &[&q],
@@ -306,7 +307,8 @@ impl PgStore {
 
     /// Up to `k` passages holding `line`'s words as one phrase, in order.
     pub fn phrase_chunks(&self, line: &str, k: usize) -> Result<Vec<i64>> {
-        let Some(q) = phrase(&phrase_words(line).join(" "), Within::Text)? else {
+        let line = phrase_words(line).join(" ");
+        let Some(q) = phrases(&[&line], Within::Text)?.remove(0) else {
             return Ok(Vec::new());
         };
         Ok(self

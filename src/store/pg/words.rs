@@ -85,21 +85,25 @@ pub(super) enum Within {
     Text,
 }
 
-/// A `tsquery` of `text`'s tokens as one phrase, in order; none when it
-/// has no token.
-pub(super) fn phrase(text: &str, within: Within) -> Result<Option<String>> {
+/// For each text, a `tsquery` of its tokens as one phrase, in order; none
+/// for a text with no token. The texts are read by one tokenizer run.
+pub(super) fn phrases(texts: &[&str], within: Within) -> Result<Vec<Option<String>>> {
     let weight = match within {
         Within::Passage => "",
         Within::Text => ":A",
     };
-    let words = fts5_words(&[text])?.remove(0);
-    Ok((!words.is_empty()).then(|| {
-        words
-            .iter()
-            .map(|w| format!("{}{weight}", quoted(w)))
-            .collect::<Vec<_>>()
-            .join(" <-> ")
-    }))
+    Ok(fts5_words(texts)?
+        .into_iter()
+        .map(|words| {
+            (!words.is_empty()).then(|| {
+                words
+                    .iter()
+                    .map(|w| format!("{}{weight}", quoted(w)))
+                    .collect::<Vec<_>>()
+                    .join(" <-> ")
+            })
+        })
+        .collect())
 }
 
 /// Rows filled at a time when a library's words are made again.
@@ -165,10 +169,13 @@ mod tests {
     #[test]
     fn a_phrase_is_fts5s_tokens_in_order() {
         assert_eq!(
-            phrase("Skiing, the news", Within::Text).unwrap().as_deref(),
-            Some("'ski':A <-> 'the':A <-> 'new':A")
+            phrases(&["Skiing, the news", "snow"], Within::Text).unwrap(),
+            [
+                Some("'ski':A <-> 'the':A <-> 'new':A".to_string()),
+                Some("'snow':A".to_string())
+            ]
         );
-        assert_eq!(phrase("--", Within::Passage).unwrap(), None);
+        assert_eq!(phrases(&["--"], Within::Passage).unwrap(), [None]);
         assert_eq!(
             query_lexemes("skiing and skies in the news").unwrap(),
             ["ski", "ski", "new"]
