@@ -42,7 +42,7 @@ pub struct AskedLibrary {
 pub enum AskedLanes {
     /// On this machine: its own lanes, as the panel shows the library in
     /// use.
-    Here { view: MatchView },
+    Here { view: Box<MatchView> },
     /// On another machine: what its hub returned, as it returned it.
     Hub { url: String, returned: SharedMatch },
 }
@@ -113,7 +113,7 @@ fn ask_here(
         Ok(r) => AskedLibrary {
             route: step(RouteState::Answered),
             lanes: Some(AskedLanes::Here {
-                view: r.view(detail),
+                view: Box::new(r.view(detail)),
             }),
         },
         Err(e) => unanswered(step(RouteState::Failed {

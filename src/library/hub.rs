@@ -307,7 +307,7 @@ impl Hub {
         let here: Vec<(Kb, &RouteStep, &MatchResponse)> = answers
             .iter()
             .filter_map(|(step, r)| match r {
-                Some(Answered::Here(r)) => Some((step.kb.clone()?, step, r)),
+                Some(Answered::Here(r)) => Some((step.kb.clone()?, step, &**r)),
                 _ => None,
             })
             .collect();
@@ -385,7 +385,7 @@ impl Hub {
 
 /// One library's answer to a search: its own lanes, or what its hub sent.
 enum Answered {
-    Here(MatchResponse),
+    Here(Box<MatchResponse>),
     There(SharedMatch),
 }
 
@@ -483,7 +483,10 @@ impl Member {
         let result = crate::fault::lock(library).match_query(query, top_k);
         let ms = crate::lanes::merge::route_ms(started);
         match result {
-            Ok(r) => (self.step(RouteState::Answered, ms), Some(Answered::Here(r))),
+            Ok(r) => (
+                self.step(RouteState::Answered, ms),
+                Some(Answered::Here(Box::new(r))),
+            ),
             Err(e) => {
                 let reason = e.to_string();
                 (self.step(RouteState::Failed { reason }, ms), None)
