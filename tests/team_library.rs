@@ -11,7 +11,9 @@ use carrel::card::Card;
 use carrel::extract::{Extracted, Section};
 use carrel::models::Fingerprints;
 use carrel::store::pg::PgStore;
-use carrel::store::{ContentToWrite, Holding, NewChunk, NewDocument, Store, Validators, Written};
+use carrel::store::{
+    ContentToWrite, Holding, NewChunk, NewDocument, Store, TopicAsk, Validators, Written,
+};
 
 const FP: &str = "fp-chunks";
 
@@ -341,6 +343,26 @@ fn the_lanes_read_the_same_from_both_stores() {
         pg_text(k_pg[0]).contains("meanders")
     );
     assert!(pg.keyword_chunks("the of and", 5).unwrap().is_empty());
+    // The topic lane's candidates, fetched on two connections at once, are
+    // what the reads give one after the other; asked twice, the second
+    // connection is kept.
+    for _ in 0..2 {
+        let ask = TopicAsk {
+            vector: &query,
+            text: "meandering rivers zebra",
+            k: 6,
+            fingerprint: FP,
+        };
+        let together = pg.topic_candidates(&ask).unwrap();
+        assert_eq!(together.nearest, pg_near);
+        assert_eq!(together.search, search);
+        assert_eq!(together.keyword, pg.keyword_chunks(ask.text, 6).unwrap());
+        assert_eq!(together.vocabulary.unused, vec!["zebra".to_string()]);
+        assert_eq!(
+            together.vocabulary.unused,
+            lite.topic_candidates(&ask).unwrap().vocabulary.unused
+        );
+    }
     let ids = [pg_near[0].0, pg_near[1].0];
     let d = pg.chunk_distances(&ids, &query, FP).unwrap();
     assert_eq!(d.iter().map(|x| x.0).collect::<Vec<_>>(), ids.to_vec());

@@ -15,7 +15,7 @@ use crate::language::{Language, Unjudged, WordRule, lexical_rule};
 use crate::score::{Cosine, Floor, ScorerId, ScorerKind};
 use crate::store::keywords::Vocabulary;
 use crate::store::signs::Search;
-use crate::store::{Passage, Store};
+use crate::store::{Passage, Store, TopicAsk};
 
 /// Passage cosine floor (all-MiniLM-L6-v2, query vs heading-prefixed chunk).
 /// On fixtures/labelled: the relevant document's best passage scored
@@ -107,10 +107,15 @@ pub fn run(
     fingerprint: &str,
     model: &str,
 ) -> Result<(LaneRun<TopicHit>, Search, Option<String>)> {
-    let (nearest, search) = store.nearest_chunks(q.vector, TOPIC_CANDIDATES, fingerprint)?;
-    let keyword = store.keyword_chunks(q.text, TOPIC_CANDIDATES)?;
-    let unfamiliar_words = held_back(&store.vocabulary(q.text)?);
-    let pool = Pool::gather(store, q.vector, fingerprint, &nearest, &keyword)?;
+    let found = store.topic_candidates(&TopicAsk {
+        vector: q.vector,
+        text: q.text,
+        k: TOPIC_CANDIDATES,
+        fingerprint,
+    })?;
+    let unfamiliar_words = held_back(&found.vocabulary);
+    let pool = Pool::gather(store, q.vector, fingerprint, &found.nearest, &found.keyword)?;
+    let search = found.search;
     let scorer = ScorerId {
         kind: ScorerKind::Cosine,
         model: model.to_string(),

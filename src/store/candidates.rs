@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
+use super::keywords::Vocabulary;
+use super::signs::Search;
 use super::{SqliteStore, vector_blob};
 use crate::error::{Error, Result};
 use crate::language::Language;
@@ -47,11 +49,43 @@ pub struct Passage {
     pub language: Option<Language>,
 }
 
+/// What the topic lane asks the store for its candidates: the query's
+/// vector (made by `fingerprint`) and its text, and how many of each side.
+pub struct TopicAsk<'a> {
+    pub vector: &'a [f32],
+    pub text: &'a str,
+    pub k: usize,
+    pub fingerprint: &'a str,
+}
+
+/// The topic lane's candidates as fetched, before it decides anything: the
+/// `k` nearest chunks (chunk id, cosine distance) and how they were
+/// searched, the `k` best keyword matches, and the query's words the
+/// library never uses.
+pub struct TopicCandidates {
+    pub nearest: Vec<(i64, f32)>,
+    pub search: Search,
+    pub keyword: Vec<i64>,
+    pub vocabulary: Vocabulary,
+}
+
 /// A batch of reads by id: each id found, with what was read of it; an id
 /// not found (deleted since the search) is absent.
 pub type ById<T> = HashMap<i64, T>;
 
 impl SqliteStore {
+    /// The topic lane's candidates, one read after the other (SQLite's reads
+    /// share the one connection).
+    pub fn topic_candidates(&self, ask: &TopicAsk<'_>) -> Result<TopicCandidates> {
+        let (nearest, search) = self.nearest_chunks(ask.vector, ask.k, ask.fingerprint)?;
+        Ok(TopicCandidates {
+            nearest,
+            search,
+            keyword: self.keyword_chunks(ask.text, ask.k)?,
+            vocabulary: self.vocabulary(ask.text)?,
+        })
+    }
+
     /// Every document whose content is `content_id`, oldest first.
     pub fn locations(&self, content_id: i64) -> Result<Vec<Location>> {
         let mut stmt = self.conn.prepare_cached(

@@ -28,7 +28,7 @@ use std::sync::Once;
 
 use rusqlite::Connection;
 
-pub use candidates::{ById, Location, NearCard, Passage};
+pub use candidates::{ById, Location, NearCard, Passage, TopicAsk, TopicCandidates};
 pub use chat::StoredTurn;
 pub use contents::Coverage;
 pub use contents::{ChunkRow, NewChunk, StaleContent};

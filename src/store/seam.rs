@@ -84,6 +84,7 @@ seam! {
     fn chunk_distances(&self, chunks: &[i64], query: &[f32], fingerprint: &str) -> Result<Vec<(i64, f32)>>;
     fn schema_version(&self) -> Result<i64>;
     fn nearest_chunks(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<(Vec<(i64, f32)>, Search)>;
+    fn topic_candidates(&self, ask: &TopicAsk<'_>) -> Result<TopicCandidates>;
     fn nearest_chunks_exact(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<Vec<(i64, f32)>>;
     fn embedder(&self) -> Result<EmbedderKind>;
     fn set_embedder(&self, kind: EmbedderKind) -> Result<()>;

@@ -6,6 +6,7 @@
 //! number sqlite-vec gives: `Cosine::from_distance` reads both.
 
 use pgvector::Vector;
+use postgres::Client;
 
 use super::PgStore;
 use super::words::query_lexemes;
@@ -15,7 +16,7 @@ use crate::score::Cosine;
 use crate::store::candidates::PassageRow;
 use crate::store::keywords::COMMON_WORD_PASSAGES;
 use crate::store::signs::Search;
-use crate::store::{ById, Location, NearCard, Passage};
+use crate::store::{ById, Location, NearCard, Passage, TopicAsk, TopicCandidates};
 
 /// BM25 over the chunks' words ([`PgStore::keyword_chunks`]) as FTS5's
 /// `bm25()` scores them: $1 the query's words as FTS5 reads them (a
@@ -86,8 +87,19 @@ impl PgStore {
         k: usize,
         fingerprint: &str,
     ) -> Result<(Vec<(i64, f32)>, Search)> {
+        self.nearest_chunks_on(&mut self.client(), query, k, fingerprint)
+    }
+
+    fn nearest_chunks_on(
+        &self,
+        client: &mut Client,
+        query: &[f32],
+        k: usize,
+        fingerprint: &str,
+    ) -> Result<(Vec<(i64, f32)>, Search)> {
         let ef = HNSW_EF_SEARCH.max(k);
         let found = self.ordered_by_vector(
+            client,
             &format!("SET LOCAL hnsw.ef_search = {ef}"),
             "SELECT id, (embedding <=> $1)::real FROM chunks WHERE fingerprint = $2
              ORDER BY embedding <=> $1 LIMIT $3",
@@ -96,6 +108,29 @@ impl PgStore {
             fingerprint,
         )?;
         Ok((found, Search::Hnsw { ef_search: ef }))
+    }
+
+    /// The topic lane's candidates: the nearest chunks are searched on a
+    /// second connection while this one ranks the keyword matches and
+    /// reads the vocabulary, so the server walks the HNSW graph and the
+    /// words' index at once.
+    pub fn topic_candidates(&self, ask: &TopicAsk<'_>) -> Result<TopicCandidates> {
+        std::thread::scope(|s| {
+            let nearest = s.spawn(|| {
+                self.beside(|c| self.nearest_chunks_on(c, ask.vector, ask.k, ask.fingerprint))
+            });
+            let keyword = self.keyword_chunks(ask.text, ask.k);
+            let vocabulary = self.vocabulary(ask.text);
+            let (nearest, search) = nearest
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            Ok(TopicCandidates {
+                nearest,
+                search,
+                keyword: keyword?,
+                vocabulary: vocabulary?,
+            })
+        })
     }
 
     /// Every chunk vector of `fingerprint` compared (the index off): what
@@ -107,6 +142,7 @@ impl PgStore {
         fingerprint: &str,
     ) -> Result<Vec<(i64, f32)>> {
         self.ordered_by_vector(
+            &mut self.client(),
             "SET LOCAL enable_indexscan = off",
             "SELECT id, (embedding <=> $1)::real FROM chunks WHERE fingerprint = $2
              ORDER BY embedding <=> $1, id LIMIT $3",
@@ -118,14 +154,14 @@ impl PgStore {
 
     fn ordered_by_vector(
         &self,
+        client: &mut Client,
         setting: &str,
         sql: &str,
         query: &[f32],
         k: usize,
         fingerprint: &str,
     ) -> Result<Vec<(i64, f32)>> {
-        let mut client = self.client();
-        let run = |client: &mut postgres::Client| -> std::result::Result<_, postgres::Error> {
+        let run = |client: &mut Client| -> std::result::Result<_, postgres::Error> {
             let mut tx = client.transaction()?;
             tx.batch_execute(setting)?;
             let rows = tx.query(
@@ -135,7 +171,7 @@ impl PgStore {
             tx.commit()?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         };
-        run(&mut client).map_err(|e| self.failed(e))
+        run(client).map_err(|e| self.failed(e))
     }
 
     /// The `k` passages whose words best match `text`, best first, ranked
@@ -255,8 +291,7 @@ impl PgStore {
         k: usize,
         fingerprint: &str,
     ) -> Result<Vec<NearCard>> {
-        let mut client = self.client();
-        let run = |client: &mut postgres::Client| -> std::result::Result<_, postgres::Error> {
+        let run = |client: &mut Client| -> std::result::Result<_, postgres::Error> {
             let mut tx = client.transaction()?;
             tx.batch_execute(setting)?;
             let rows = tx.query(
@@ -268,7 +303,7 @@ impl PgStore {
             tx.commit()?;
             Ok(rows)
         };
-        let rows = run(&mut client).map_err(|e| self.failed(e))?;
+        let rows = run(&mut self.client()).map_err(|e| self.failed(e))?;
         Ok(rows
             .iter()
             .map(|r| NearCard {

@@ -228,6 +228,11 @@ const MIGRATIONS: &[&str] = &[
 /// A library on a PostgreSQL server.
 pub struct PgStore {
     client: Mutex<Client>,
+    /// A second connection, made when first needed, for a read that runs
+    /// beside one on `client` ([`PgStore::topic_candidates`]).
+    beside: Mutex<Option<Client>>,
+    /// How both connections were made (the password included, never shown).
+    config: postgres::Config,
     /// The server as a person names it (host, port, database; never the
     /// password), for every sentence about it.
     server: String,
@@ -301,6 +306,8 @@ impl PgStore {
         })?;
         let store = PgStore {
             client: Mutex::new(client),
+            beside: Mutex::new(None),
+            config,
             server,
             writer: writer.to_string(),
             replica,
@@ -329,6 +336,17 @@ impl PgStore {
 
     fn client(&self) -> std::sync::MutexGuard<'_, Client> {
         crate::fault::lock(&self.client)
+    }
+
+    /// Runs `read` on the second connection, made on first use and again
+    /// when the server closed it.
+    fn beside<T>(&self, read: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
+        let mut slot = crate::fault::lock(&self.beside);
+        let client = match slot.take() {
+            Some(c) if !c.is_closed() => c,
+            _ => self.config.connect(NoTls).map_err(|e| self.failed(e))?,
+        };
+        read(slot.insert(client))
     }
 
     fn failed(&self, err: postgres::Error) -> Error {
