@@ -323,8 +323,9 @@ impl PgStore {
             .map(|q| q as &(dyn postgres::types::ToSql + Sync))
             .collect();
         let row = self
-            .row(&format!("SELECT {sql}"), &params)?
-            .expect("a SELECT without FROM returns one row");
+            .client()
+            .query_one(&format!("SELECT {sql}"), &params)
+            .map_err(|e| self.failed(e))?;
         Ok((0..queries.len()).map(|i| row.get(i)).collect())
     }
 
