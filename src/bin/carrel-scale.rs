@@ -107,10 +107,9 @@ fn main() -> Fallible<()> {
     let args = Args::parse();
     let models = ModelConfig::new(args.models.clone());
     let fp = Fingerprints::of(&models)?;
-    let (dir, build_s) = build(&args, &fp)?;
     let (dir, build_s) = match &args.postgres {
-        Some(url) => on_postgres(&args, &dir, url)?,
-        None => (dir, build_s),
+        Some(url) => on_postgres(&args, &fp, url)?,
+        None => build(&args, &fp)?,
     };
     let queries: Vec<String> = std::fs::read_to_string(&args.queries)?
         .lines()
@@ -203,14 +202,11 @@ fn build(args: &Args, fp: &Fingerprints) -> Fallible<(PathBuf, Option<f64>)> {
     Ok((dir, Some(started.elapsed().as_secs_f64())))
 }
 
-/// The synthetic library at `sqlite` copied into the PostgreSQL database
-/// at `url` (kept there: a later run reuses it when it holds as many
-/// chunks): the folder naming it, and the seconds the copy took.
-fn on_postgres(
-    args: &Args,
-    sqlite: &std::path::Path,
-    url: &str,
-) -> Fallible<(PathBuf, Option<f64>)> {
+/// The synthetic library copied into the PostgreSQL database at `url`
+/// (kept there: a later run reuses it when it holds as many chunks, and
+/// then neither builds nor copies): the folder naming it, and the seconds
+/// the copy took (the SQLite build before it not counted).
+fn on_postgres(args: &Args, fp: &Fingerprints, url: &str) -> Fallible<(PathBuf, Option<f64>)> {
     let dir = args.work.join(format!("{}-chunks-postgresql", args.chunks));
     std::fs::create_dir_all(&dir)?;
     let _ = std::fs::remove_file(dir.join(carrel::store::POSTGRES_FILE));
@@ -225,10 +221,11 @@ fn on_postgres(
         )
         .into());
     }
+    let (sqlite, _) = build(args, fp)?;
     eprintln!("copying {} chunks into {url}", args.chunks);
     let started = Instant::now();
     let mut last = Instant::now();
-    Store::open_dir(sqlite)?.copy_into(&mut to, &mut |step| match step {
+    Store::open_dir(&sqlite)?.copy_into(&mut to, &mut |step| match step {
         CopyStep::Bodies { done, of } if last.elapsed().as_secs() >= 30 => {
             last = Instant::now();
             eprintln!("  {done} of {of} bodies");
