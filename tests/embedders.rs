@@ -176,3 +176,29 @@ fn the_lexical_checks_judge_within_one_language_and_say_when_they_cannot() {
         }
     }
 }
+
+/// A question's language is told among the library's own languages, which
+/// the library counts once and then again only when the database changed:
+/// a Russian document another process adds makes a short Cyrillic question
+/// Russian at once, with no reopening.
+#[test]
+fn the_libraries_languages_follow_another_process_adding_a_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lib = open(dir.path());
+    lib.add(
+        &[s(fixtures().join("multilingual").join("guitar-tuning.md"))],
+        &mut |_| {},
+    )
+    .unwrap();
+    let asked = |lib: &mut Library| lib.match_query("пчёлы", 5).unwrap().explain.query_language;
+    assert_ne!(asked(&mut lib).as_deref(), Some("ru"));
+
+    let mut other = open(dir.path());
+    other
+        .add(
+            &[s(fixtures().join("multilingual").join("pchely-zimoj.md"))],
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(asked(&mut lib).as_deref(), Some("ru"));
+}

@@ -187,6 +187,9 @@ pub struct Cache {
     /// The lanes' coverage (see [`Coverage`]), keyed by the database's
     /// `data_version` and the fingerprints it was counted for.
     pub coverage: Option<((i64, String), (Coverage, Coverage))>,
+    /// The languages the library's passages are in, most text first, keyed
+    /// by the database's `data_version`.
+    pub languages: Option<(i64, Vec<Language>)>,
 }
 
 /// A query as both lanes see it: its text, its embedding, its language
