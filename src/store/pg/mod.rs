@@ -25,7 +25,7 @@ use postgres::{Client, NoTls};
 
 use crate::error::{Error, Result};
 
-pub use candidates::HNSW_EF_SEARCH;
+pub use candidates::{HNSW_EF_SEARCH_CARDS, HNSW_EF_SEARCH_CHUNKS};
 
 /// The schema this build writes and understands.
 pub const PG_SCHEMA_VERSION: i64 = 4;
