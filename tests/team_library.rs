@@ -836,6 +836,7 @@ fn every_read_and_write_agrees_on_both_stores() {
     ];
     let seen: Vec<String> = stores.into_iter().map(exercise).collect();
     assert_eq!(seen[0], seen[1], "SQLite, then PostgreSQL");
+    assert!(seen[0].contains("log by age 2 [30]\n"), "{}", seen[0]);
 }
 
 /// Runs every call on `store` and returns what it saw, with ids and times
@@ -1136,6 +1137,23 @@ fn exercise(mut store: Store) -> String {
         log[0].unjudged
     )
     .unwrap();
+    store
+        .append_log(&[20, 30].map(|at| LogEntry {
+            at,
+            ..entry.clone()
+        }))
+        .unwrap();
+    let by_age = store
+        .prune_log(
+            Retention {
+                max_rows: 100,
+                max_age_s: 15,
+            },
+            40,
+        )
+        .unwrap();
+    let ats: Vec<i64> = store.read_log(10).unwrap().iter().map(|e| e.at).collect();
+    writeln!(seen, "log by age {by_age} {ats:?}").unwrap();
     store.add_turn("what?", Some("{}"), None).unwrap();
     store.add_turn("why?", None, Some("no model")).unwrap();
     let turns = store.turns(5).unwrap();

