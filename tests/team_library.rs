@@ -371,6 +371,13 @@ fn the_lanes_read_the_same_from_both_stores() {
 
 /// The texts of the passages PostgreSQL's keyword side finds for `query`,
 /// best first.
+/// What schema 5 added, taken out again to make a library of an older
+/// schema.
+const UNDO_SCHEMA_5: &str = "DROP TRIGGER chunks_languages_added ON chunks;
+    DROP TRIGGER chunks_languages_removed ON chunks;
+    DROP FUNCTION carrel_count_languages(); DROP TABLE language_totals;
+    DROP INDEX chunks_fingerprint;";
+
 fn keyword_texts(pg: &PgStore, query: &str) -> Vec<String> {
     pg.keyword_chunks(query, 5)
         .unwrap()
@@ -447,7 +454,8 @@ fn the_keyword_side_ranks_passages_as_fts5_does() {
          SELECT nextval('carrel_generation');
          CREATE OR REPLACE FUNCTION carrel_bump() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN PERFORM nextval('carrel_generation'); RETURN NULL; END $$;
-         UPDATE carrel_meta SET value = '1' WHERE key = 'schema_version';"
+         UPDATE carrel_meta SET value = '1' WHERE key = 'schema_version';
+         {UNDO_SCHEMA_5}"
     ))
     .unwrap();
     let pg = PgStore::open(&pg_server.url, "ana").unwrap();
@@ -567,6 +575,7 @@ fn the_keyword_side_reads_the_words_fts5_reads() {
          UPDATE carrel_meta SET value = '3' WHERE key = 'schema_version';",
     )
     .unwrap();
+    db.batch_execute(UNDO_SCHEMA_5).unwrap();
     let holding_ski = |db: &mut postgres::Client| -> i64 {
         db.query_one(
             "SELECT count(*) FROM chunks WHERE words @@ 'ski'::tsquery",
@@ -1183,6 +1192,28 @@ fn exercise(mut store: Store) -> String {
         store.remove_foreign_source_record("crm").unwrap()
     )
     .unwrap();
+    // A body in another language is counted while a document holds it.
+    let ru = "Пчёлы зимуют в улье плотным клубом и греются, поедая мёд; \
+              пасечник не открывает улей до весеннего облёта. ";
+    let bees = body_of(77, "Пчёлы", "Зимовка", &[ru.repeat(4), ru.repeat(3)]);
+    let doc = document("/notes/bees-ru.txt", "Пчёлы", &v);
+    let id = store.write_document(&doc, holding(&bees), &fp).unwrap().id;
+    let codes = |store: &Store| -> Vec<&'static str> {
+        store
+            .languages()
+            .unwrap()
+            .iter()
+            .map(|l| l.code())
+            .collect()
+    };
+    let with = codes(&store);
+    store.remove_document(id).unwrap();
+    let without = codes(&store);
+    writeln!(seen, "languages {with:?} then {without:?}").unwrap();
+    assert!(
+        with.contains(&"ru") && !without.contains(&"ru"),
+        "{with:?} {without:?}"
+    );
     assert!(store.integrity_check().unwrap().starts_with("ok"));
     assert!(!store.vec_version().unwrap().is_empty());
     seen

@@ -185,17 +185,17 @@ impl SqliteStore {
             .optional()?)
     }
 
-    /// Contents with any chunk or card not embedded under the given
-    /// fingerprints (or with no vectors at all).
     /// The lanes' coverage of the indexed documents: (subject lane, by card
-    /// vectors; topic lane, by chunk vectors).
+    /// vectors; topic lane, by chunk vectors). The stale passages are found
+    /// through their fingerprints' index, as ranges either side of the
+    /// current one (`IS NOT` would read every passage).
     pub fn coverage(&self, chunk_fp: &str, card_fp: &str) -> Result<(Coverage, Coverage)> {
         let (indexed, stale_cards, stale_chunks): (i64, i64, i64) = self.conn.query_row(
             "SELECT COUNT(*),
                     COALESCE(SUM(NOT EXISTS (SELECT 1 FROM cards d
                         WHERE d.content_id = o.content_id AND d.embedded_with IS ?2)), 0),
-                    COALESCE(SUM(EXISTS (SELECT 1 FROM chunks k
-                        WHERE k.content_id = o.content_id AND k.embedded_with IS NOT ?1)), 0)
+                    COALESCE(SUM(o.content_id IN (SELECT content_id FROM chunks
+                        WHERE embedded_with IS NULL OR embedded_with < ?1 OR embedded_with > ?1)), 0)
              FROM documents o WHERE o.content_id IS NOT NULL",
             params![chunk_fp, card_fp],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
@@ -207,6 +207,8 @@ impl SqliteStore {
         Ok((of(stale_cards), of(stale_chunks)))
     }
 
+    /// Contents with any chunk or card not embedded under the given
+    /// fingerprints (or with no vectors at all).
     pub fn stale_contents(&self, chunk_fp: &str, card_fp: &str) -> Result<Vec<StaleContent>> {
         let mut stmt = self.conn.prepare(
             "SELECT c.id, c.extracted, c.truncated_at_chunk,

@@ -133,8 +133,8 @@ impl SqliteStore {
     /// The languages the library's passages are in, most text first.
     pub fn languages(&self) -> Result<Vec<Language>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT language FROM chunks WHERE language IS NOT NULL
-             GROUP BY language ORDER BY SUM(length(text)) DESC",
+            "SELECT language FROM language_totals WHERE passages > 0
+             ORDER BY chars DESC, language",
         )?;
         let codes = stmt
             .query_map([], |r| r.get::<_, String>(0))?
@@ -201,6 +201,7 @@ mod tests {
             [Some("ru"), Some("ru"), Some("en"), Some("ru"), Some("ru")]
         );
         assert_eq!(store.languages().unwrap()[0], Language::RUSSIAN);
+        assert_totals_counted(&store);
         // A table whose text does not tell, two rows in twelve read as Welsh,
         // is no Welsh document, and its passages tell nothing.
         let tx = store.conn.transaction().unwrap();
@@ -237,10 +238,40 @@ mod tests {
             .conn
             .execute("UPDATE contents SET language = NULL", [])
             .unwrap();
+        assert_eq!(store.languages().unwrap(), []);
+        assert_totals_counted(&store);
         store.detect_languages().unwrap();
         assert_eq!(
             languages(&store),
             [Some("ru"), Some("ru"), Some("en"), Some("ru"), Some("ru")]
+        );
+        assert_totals_counted(&store);
+        store
+            .conn
+            .execute("DELETE FROM chunks WHERE content_id = 1", [])
+            .unwrap();
+        assert_totals_counted(&store);
+    }
+
+    /// The totals the triggers keep are those counted from the passages.
+    fn assert_totals_counted(store: &SqliteStore) {
+        let read = |sql: &str| -> String {
+            store
+                .conn
+                .query_row(sql, [], |r| r.get::<_, Option<String>>(0))
+                .unwrap()
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            read(
+                "SELECT group_concat(language || ' ' || passages || ' ' || chars, ', ')
+                 FROM (SELECT * FROM language_totals WHERE passages > 0 ORDER BY language)"
+            ),
+            read(
+                "SELECT group_concat(language || ' ' || n || ' ' || c, ', ') FROM (
+                    SELECT language, COUNT(*) AS n, SUM(length(text)) AS c FROM chunks
+                    WHERE language IS NOT NULL GROUP BY language ORDER BY language)"
+            )
         );
     }
 }

@@ -255,6 +255,43 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE contents ADD COLUMN language TEXT;
     ALTER TABLE retrieval_log ADD COLUMN unjudged TEXT;
     "#,
+    // 14: what a question asks of the whole library before its lanes, kept
+    //    cheap as the library grows. The languages its passages are in, with
+    //    how much text each, kept by triggers as passages are written,
+    //    removed or given a language (counting them from the passages read
+    //    every passage's text on every change). And the passages'
+    //    fingerprints indexed, so the coverage finds the stale ones (none,
+    //    mostly) without reading every passage.
+    r#"
+    CREATE TABLE language_totals (
+        language TEXT PRIMARY KEY,
+        passages INTEGER NOT NULL,
+        chars    INTEGER NOT NULL
+    );
+    INSERT INTO language_totals
+        SELECT language, COUNT(*), SUM(length(text)) FROM chunks
+        WHERE language IS NOT NULL GROUP BY language;
+    CREATE TRIGGER chunks_language_insert AFTER INSERT ON chunks
+        WHEN new.language IS NOT NULL BEGIN
+        INSERT INTO language_totals VALUES (new.language, 1, length(new.text))
+            ON CONFLICT (language) DO UPDATE
+            SET passages = passages + 1, chars = chars + excluded.chars;
+    END;
+    CREATE TRIGGER chunks_language_delete AFTER DELETE ON chunks
+        WHEN old.language IS NOT NULL BEGIN
+        UPDATE language_totals SET passages = passages - 1, chars = chars - length(old.text)
+            WHERE language = old.language;
+    END;
+    CREATE TRIGGER chunks_language_update AFTER UPDATE OF language, text ON chunks BEGIN
+        UPDATE language_totals SET passages = passages - 1, chars = chars - length(old.text)
+            WHERE language = old.language;
+        INSERT INTO language_totals SELECT new.language, 1, length(new.text)
+            WHERE new.language IS NOT NULL
+            ON CONFLICT (language) DO UPDATE
+            SET passages = passages + 1, chars = chars + excluded.chars;
+    END;
+    CREATE INDEX chunks_embedded_with ON chunks(embedded_with);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -103,15 +103,17 @@ impl PgStore {
     }
 
     /// The lanes' coverage of the indexed documents: (subject lane, by card
-    /// vectors; topic lane, by chunk vectors).
+    /// vectors; topic lane, by chunk vectors). The stale passages are found
+    /// through their fingerprints' index, as two ranges either side of the
+    /// current one (`<>` would read every passage).
     pub fn coverage(&self, chunk_fp: &str, card_fp: &str) -> Result<(Coverage, Coverage)> {
         let r = self
             .row(
                 "SELECT count(*),
                     count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM cards d
                         WHERE d.content_id = o.content_id AND d.fingerprint = $2)),
-                    count(*) FILTER (WHERE EXISTS (SELECT 1 FROM chunks k
-                        WHERE k.content_id = o.content_id AND k.fingerprint <> $1))
+                    count(*) FILTER (WHERE o.content_id IN (SELECT content_id FROM chunks
+                        WHERE fingerprint < $1 OR fingerprint > $1))
                  FROM documents o WHERE o.content_id IS NOT NULL",
                 &[&chunk_fp, &card_fp],
             )?

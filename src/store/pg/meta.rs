@@ -270,8 +270,8 @@ impl PgStore {
     pub fn languages(&self) -> Result<Vec<Language>> {
         Ok(self
             .rows(
-                "SELECT language FROM chunks WHERE language IS NOT NULL
-                 GROUP BY language ORDER BY sum(length(text)) DESC",
+                "SELECT language FROM language_totals
+                 GROUP BY language HAVING sum(passages) > 0 ORDER BY sum(chars) DESC, language",
                 &[],
             )?
             .iter()
