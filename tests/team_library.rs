@@ -289,11 +289,19 @@ fn the_lanes_read_the_same_from_both_stores() {
                 .map(|l| l.source)
                 .collect();
             sources.sort();
-            (contents.len(), texts, sources)
+            let mut held: Vec<(String, Vec<String>)> = s
+                .passages_with_locations(&chunks)
+                .unwrap()
+                .into_values()
+                .map(|(p, l)| (p.text, l.into_iter().map(|l| l.source).collect()))
+                .collect();
+            held.sort();
+            (contents.len(), texts, sources, held)
         }};
     }
     let (lite_batch, pg_batch) = (batch!(lite, lite_near), batch!(pg, pg_near));
     assert_eq!(lite_batch.0, 2);
+    assert_eq!(lite_batch.3.len(), 2);
     assert_eq!(lite_batch, pg_batch);
     let where_lite: Vec<String> = lite
         .locations(lite.content_by_hash("hash-0").unwrap().unwrap())
@@ -354,19 +362,61 @@ fn the_lanes_read_the_same_from_both_stores() {
             fingerprint: FP,
         };
         let together = pg.topic_candidates(&ask).unwrap();
-        assert_eq!(together.nearest, pg_near);
+        let near: Vec<(i64, f32)> = together
+            .nearest
+            .iter()
+            .map(|n| (n.chunk, n.distance))
+            .collect();
+        assert_eq!(near, pg_near);
         assert_eq!(together.search, search);
-        assert_eq!(together.keyword, pg.keyword_chunks(ask.text, 6).unwrap());
+        let keyword: Vec<i64> = together.keyword.iter().map(|m| m.chunk).collect();
+        assert_eq!(keyword, pg.keyword_chunks(ask.text, 6).unwrap());
+        assert!(!keyword.is_empty());
+        let found = together.nearest.iter().map(|n| (n.chunk, n.content));
+        for (chunk, content) in found.chain(together.keyword.iter().map(|m| (m.chunk, m.content))) {
+            assert_eq!(Some(content), pg.chunk_content(chunk).unwrap());
+        }
         assert_eq!(together.vocabulary.unused, vec!["zebra".to_string()]);
-        assert_eq!(
-            together.vocabulary.unused,
-            lite.topic_candidates(&ask).unwrap().vocabulary.unused
-        );
+        // Each keyword match comes with the distance SQLite gives the same
+        // passage, and the nearest search gives it where both found it.
+        let alone = lite.topic_candidates(&ask).unwrap();
+        assert_eq!(together.vocabulary.unused, alone.vocabulary.unused);
+        let by_text = |c: &carrel::store::TopicCandidates, text: &dyn Fn(i64) -> String| {
+            let mut d: Vec<(String, f32)> = c
+                .keyword
+                .iter()
+                .map(|m| {
+                    (
+                        text(m.chunk),
+                        m.distance.expect("every passage has a vector"),
+                    )
+                })
+                .collect();
+            d.sort_by(|a, b| a.0.cmp(&b.0));
+            d
+        };
+        let (a, b) = (by_text(&alone, &lite_text), by_text(&together, &pg_text));
+        assert_eq!(a.len(), b.len());
+        for ((ta, da), (tb, db)) in a.iter().zip(&b) {
+            assert_eq!(ta, tb);
+            assert!((da - db).abs() < 1e-5, "distance {da} against {db}");
+        }
+        for m in &together.keyword {
+            if let Some(n) = together.nearest.iter().find(|n| n.chunk == m.chunk) {
+                assert!((m.distance.unwrap() - n.distance).abs() < 1e-6);
+            }
+        }
+        // A passage with no vector of the asked fingerprint has no distance.
+        let other = pg
+            .topic_candidates(&TopicAsk {
+                fingerprint: "another model",
+                ..ask
+            })
+            .unwrap();
+        assert!(other.nearest.is_empty());
+        assert_eq!(other.keyword.len(), keyword.len());
+        assert!(other.keyword.iter().all(|m| m.distance.is_none()));
     }
-    let ids = [pg_near[0].0, pg_near[1].0];
-    let d = pg.chunk_distances(&ids, &query, FP).unwrap();
-    assert_eq!(d.iter().map(|x| x.0).collect::<Vec<_>>(), ids.to_vec());
-    assert!((d[0].1 - pg_near[0].1).abs() < 1e-6);
 }
 
 /// The texts of the passages PostgreSQL's keyword side finds for `query`,

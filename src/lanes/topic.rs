@@ -15,7 +15,7 @@ use crate::language::{Language, Unjudged, WordRule, lexical_rule};
 use crate::score::{Cosine, Floor, ScorerId, ScorerKind};
 use crate::store::keywords::Vocabulary;
 use crate::store::signs::Search;
-use crate::store::{Passage, Store, TopicAsk};
+use crate::store::{KeywordMatch, NearChunk, Passage, Store, TopicAsk};
 
 /// Passage cosine floor (all-MiniLM-L6-v2, query vs heading-prefixed chunk).
 /// On fixtures/labelled: the relevant document's best passage scored
@@ -114,7 +114,7 @@ pub fn run(
         fingerprint,
     })?;
     let unfamiliar_words = held_back(&found.vocabulary);
-    let pool = Pool::gather(store, q.vector, fingerprint, &found.nearest, &found.keyword)?;
+    let pool = Pool::gather(&found.nearest, &found.keyword);
     let search = found.search;
     let scorer = ScorerId {
         kind: ScorerKind::Cosine,
@@ -170,9 +170,9 @@ pub fn run(
 
 /// The lane's candidate documents: each one's best passage (the chunk of
 /// highest cosine among those found either way), its rank by that cosine
-/// and its rank by keyword match, if the keyword index found it. Only the
-/// chunk ids and their documents are read here; a passage's text is read
-/// once it is a document's best ([`judge`]).
+/// and its rank by keyword match, if the keyword index found it. Pooled
+/// from what the store's search gave (ids, contents, distances); a
+/// passage's text is read once it is a document's best ([`Read::of`]).
 struct Pool {
     best: Vec<Best>,
     keyword_rank: HashMap<i64, u32>,
@@ -187,70 +187,40 @@ struct Best {
 }
 
 impl Pool {
-    fn gather(
-        store: &Store,
-        query: &[f32],
-        fingerprint: &str,
-        nearest: &[(i64, f32)],
-        keyword: &[i64],
-    ) -> Result<Pool> {
-        // One read for every chunk's content; a chunk deleted since the
-        // search reads as none.
-        let found: Vec<i64> = nearest
-            .iter()
-            .map(|&(c, _)| c)
-            .chain(keyword.iter().copied())
-            .collect();
-        let contents = store.chunk_contents(&found)?;
+    fn gather(nearest: &[NearChunk], keyword: &[KeywordMatch]) -> Pool {
         let mut best: HashMap<i64, Best> = HashMap::new();
-        for &(chunk, distance) in nearest {
-            if let Some(&content) = contents.get(&chunk) {
-                keep_best(
-                    &mut best,
-                    Best {
-                        chunk,
-                        distance,
-                        content,
-                    },
-                );
-            }
+        for n in nearest {
+            keep_best(
+                &mut best,
+                Best {
+                    chunk: n.chunk,
+                    distance: n.distance,
+                    content: n.content,
+                },
+            );
         }
         // A document among the nearest already holds its best passage (no
         // chunk outside the nearest is closer); a keyword match only gives
-        // it a keyword rank. Any other match is scored by cosine here, all
-        // in one read.
+        // it a keyword rank. Any other match is scored by its own cosine; a
+        // chunk with no vector yet is not on the lane's scale: absent.
         let near: HashSet<i64> = best.keys().copied().collect();
-        let matched: Vec<(i64, i64)> = keyword
-            .iter()
-            .filter_map(|chunk| contents.get(chunk).map(|&content| (*chunk, content)))
-            .collect();
-        let far: Vec<i64> = matched
-            .iter()
-            .filter(|(_, content)| !near.contains(content))
-            .map(|&(chunk, _)| chunk)
-            .collect();
-        // A chunk with no vector yet is not on the lane's scale: absent.
-        let distances: HashMap<i64, f32> = store
-            .chunk_distances(&far, query, fingerprint)?
-            .into_iter()
-            .collect();
         let mut keyword_rank: HashMap<i64, u32> = HashMap::new();
-        for (chunk, content) in matched {
-            if !near.contains(&content) {
-                let Some(&distance) = distances.get(&chunk) else {
+        for m in keyword {
+            if !near.contains(&m.content) {
+                let Some(distance) = m.distance else {
                     continue;
                 };
                 keep_best(
                     &mut best,
                     Best {
-                        chunk,
+                        chunk: m.chunk,
                         distance,
-                        content,
+                        content: m.content,
                     },
                 );
             }
             let next = keyword_rank.len() as u32 + 1;
-            keyword_rank.entry(content).or_insert(next);
+            keyword_rank.entry(m.content).or_insert(next);
         }
         let mut best: Vec<Best> = best.into_values().collect();
         best.sort_by(|a, b| {
@@ -258,7 +228,7 @@ impl Pool {
                 .total_cmp(&b.distance)
                 .then(a.chunk.cmp(&b.chunk))
         });
-        Ok(Pool { best, keyword_rank })
+        Pool { best, keyword_rank }
     }
 
     /// Best passages in fused order, each with its keyword rank; ties keep
@@ -350,17 +320,15 @@ impl Read {
     /// gone, or whose content no document holds any more, is left out.
     fn of(store: &Store, order: Vec<(Best, Option<u32>)>) -> Result<Vec<Read>> {
         let chunks: Vec<i64> = order.iter().map(|(b, _)| b.chunk).collect();
-        let contents: Vec<i64> = order.iter().map(|(b, _)| b.content).collect();
-        let mut passages = store.passages(&chunks)?;
-        let mut locations = store.locations_of(&contents)?;
+        let mut read = store.passages_with_locations(&chunks)?;
         Ok(order
             .into_iter()
             .filter_map(|(best, keyword_rank)| {
-                let locations = locations.remove(&best.content)?;
+                let (passage, locations) = read.remove(&best.chunk)?;
                 Some(Read {
                     best,
                     keyword_rank,
-                    passage: passages.remove(&best.chunk)?,
+                    passage,
                     first: locations.first()?.clone(),
                     locations,
                 })

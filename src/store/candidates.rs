@@ -59,14 +59,34 @@ pub struct TopicAsk<'a> {
 }
 
 /// The topic lane's candidates as fetched, before it decides anything: the
-/// `k` nearest chunks (chunk id, cosine distance) and how they were
-/// searched, the `k` best keyword matches, and the query's words the
+/// `k` nearest chunks, nearest first, and how they were searched; the `k`
+/// best keyword matches, best first; each with its content and distance,
+/// so the lane pools them without reading again; and the query's words the
 /// library never uses.
 pub struct TopicCandidates {
-    pub nearest: Vec<(i64, f32)>,
+    pub nearest: Vec<NearChunk>,
     pub search: Search,
-    pub keyword: Vec<i64>,
+    pub keyword: Vec<KeywordMatch>,
     pub vocabulary: Vocabulary,
+}
+
+/// A chunk the nearest-vector search found: its id, its content, and its
+/// cosine distance to the query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NearChunk {
+    pub chunk: i64,
+    pub content: i64,
+    pub distance: f32,
+}
+
+/// A chunk the keyword search found: its id, its content, and its cosine
+/// distance to the query, none while it has no vector of the asked
+/// fingerprint (the lane cannot score it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KeywordMatch {
+    pub chunk: i64,
+    pub content: i64,
+    pub distance: Option<f32>,
 }
 
 /// A batch of reads by id: each id found, with what was read of it; an id
@@ -78,12 +98,60 @@ impl SqliteStore {
     /// share the one connection).
     pub fn topic_candidates(&self, ask: &TopicAsk<'_>) -> Result<TopicCandidates> {
         let (nearest, search) = self.nearest_chunks(ask.vector, ask.k, ask.fingerprint)?;
+        let keyword = self.keyword_chunks(ask.text, ask.k)?;
+        let found: Vec<i64> = nearest
+            .iter()
+            .map(|&(chunk, _)| chunk)
+            .chain(keyword.iter().copied())
+            .collect();
+        let contents = self.chunk_contents(&found)?;
+        let distances: ById<f32> = self
+            .chunk_distances(&keyword, ask.vector, ask.fingerprint)?
+            .into_iter()
+            .collect();
         Ok(TopicCandidates {
-            nearest,
+            nearest: nearest
+                .into_iter()
+                .filter_map(|(chunk, distance)| {
+                    Some(NearChunk {
+                        chunk,
+                        content: *contents.get(&chunk)?,
+                        distance,
+                    })
+                })
+                .collect(),
             search,
-            keyword: self.keyword_chunks(ask.text, ask.k)?,
+            keyword: keyword
+                .into_iter()
+                .filter_map(|chunk| {
+                    Some(KeywordMatch {
+                        chunk,
+                        content: *contents.get(&chunk)?,
+                        distance: distances.get(&chunk).copied(),
+                    })
+                })
+                .collect(),
             vocabulary: self.vocabulary(ask.text)?,
         })
+    }
+
+    /// Each passage with what its document's card says and the documents
+    /// that hold it, oldest first; a chunk deleted since the search, or one
+    /// no document holds any more, is absent.
+    pub fn passages_with_locations(
+        &self,
+        chunks: &[i64],
+    ) -> Result<ById<(Passage, Vec<Location>)>> {
+        let passages = self.passages(chunks)?;
+        let contents: Vec<i64> = passages.values().map(|p| p.content).collect();
+        let locations = self.locations_of(&contents)?;
+        Ok(passages
+            .into_iter()
+            .filter_map(|(chunk, p)| {
+                let held = locations.get(&p.content)?.clone();
+                Some((chunk, (p, held)))
+            })
+            .collect())
     }
 
     /// Every document whose content is `content_id`, oldest first.

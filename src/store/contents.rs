@@ -188,14 +188,16 @@ impl SqliteStore {
     /// The lanes' coverage of the indexed documents: (subject lane, by card
     /// vectors; topic lane, by chunk vectors). The stale passages are found
     /// through their fingerprints' index, as ranges either side of the
-    /// current one (`IS NOT` would read every passage).
+    /// current one (`IS NOT`, or the three terms ORed, read every passage).
     pub fn coverage(&self, chunk_fp: &str, card_fp: &str) -> Result<(Coverage, Coverage)> {
         let (indexed, stale_cards, stale_chunks): (i64, i64, i64) = self.conn.query_row(
             "SELECT COUNT(*),
                     COALESCE(SUM(NOT EXISTS (SELECT 1 FROM cards d
                         WHERE d.content_id = o.content_id AND d.embedded_with IS ?2)), 0),
-                    COALESCE(SUM(o.content_id IN (SELECT content_id FROM chunks
-                        WHERE embedded_with IS NULL OR embedded_with < ?1 OR embedded_with > ?1)), 0)
+                    COALESCE(SUM(o.content_id IN (
+                        SELECT content_id FROM chunks WHERE embedded_with IS NULL
+                        UNION ALL SELECT content_id FROM chunks WHERE embedded_with < ?1
+                        UNION ALL SELECT content_id FROM chunks WHERE embedded_with > ?1)), 0)
              FROM documents o WHERE o.content_id IS NOT NULL",
             params![chunk_fp, card_fp],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),

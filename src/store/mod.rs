@@ -28,7 +28,9 @@ use std::sync::Once;
 
 use rusqlite::Connection;
 
-pub use candidates::{ById, Location, NearCard, Passage, TopicAsk, TopicCandidates};
+pub use candidates::{
+    ById, KeywordMatch, Location, NearCard, NearChunk, Passage, TopicAsk, TopicCandidates,
+};
 pub use chat::StoredTurn;
 pub use contents::Coverage;
 pub use contents::{ChunkRow, NewChunk, StaleContent};

@@ -77,11 +77,11 @@ seam! {
     fn nearest_cards(&self, query_vec: &[f32], k: usize, fingerprint: &str) -> Result<Vec<NearCard>>;
     fn locations_of(&self, contents: &[i64]) -> Result<ById<Vec<Location>>>;
     fn passage(&self, chunk: i64) -> Result<Option<Passage>>;
+    fn passages_with_locations(&self, chunks: &[i64]) -> Result<ById<(Passage, Vec<Location>)>>;
     fn passages(&self, chunks: &[i64]) -> Result<ById<Passage>>;
-    fn chunk_content(&self, chunk_id: i64) -> Result<Option<i64>>;
     fn chunk_contents(&self, chunks: &[i64]) -> Result<ById<i64>>;
+    fn chunk_content(&self, chunk_id: i64) -> Result<Option<i64>>;
     fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>>;
-    fn chunk_distances(&self, chunks: &[i64], query: &[f32], fingerprint: &str) -> Result<Vec<(i64, f32)>>;
     fn schema_version(&self) -> Result<i64>;
     fn nearest_chunks(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<(Vec<(i64, f32)>, Search)>;
     fn topic_candidates(&self, ask: &TopicAsk<'_>) -> Result<TopicCandidates>;

@@ -16,12 +16,16 @@ use crate::score::Cosine;
 use crate::store::candidates::PassageRow;
 use crate::store::keywords::COMMON_WORD_PASSAGES;
 use crate::store::signs::Search;
-use crate::store::{ById, Location, NearCard, Passage, TopicAsk, TopicCandidates};
+use crate::store::{
+    ById, KeywordMatch, Location, NearCard, NearChunk, Passage, TopicAsk, TopicCandidates,
+};
 
 /// BM25 over the chunks' words ([`PgStore::keyword_chunks`]) as FTS5's
 /// `bm25()` scores them: $1 the query's words as FTS5 reads them (a
 /// repeated one scored as often as it comes), $2 the most passages a
-/// telling word may be in, $3 how many to return.
+/// telling word may be in, $3 how many to return, $4 see
+/// [`COMMON_BY_STATISTICS`]; each found with its content, and its cosine
+/// distance to the vector $6 where its own is of fingerprint $5.
 ///
 /// The rule is FTS5's: k1 1.2, b 0.75; IDF `ln((N - n + 0.5) / (n + 0.5))`,
 /// 1e-6 where that is not positive; a word's frequency its places in the
@@ -69,11 +73,14 @@ const BM25: &str = "
                     array_length(u.positions, 1)::float8 AS tf
              FROM chunks c,
                   unnest(ts_filter(setweight(c.words, 'C', (SELECT array_agg(lexeme) FROM telling)), '{c}')) AS u
-             WHERE c.words @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM telling))
-    SELECT h.id FROM hits h JOIN telling t USING (lexeme), totals
-    GROUP BY h.id
-    ORDER BY sum(t.times * t.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / totals.avgdl))) DESC, h.id
-    LIMIT $3::bigint";
+             WHERE c.words @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM telling)),
+    ranked AS (SELECT h.id,
+                    sum(t.times * t.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / totals.avgdl))) AS score
+           FROM hits h JOIN telling t USING (lexeme), totals
+           GROUP BY h.id ORDER BY score DESC, h.id LIMIT $3::bigint)
+    SELECT r.id, c.content_id, CASE WHEN c.fingerprint = $5::text THEN (c.embedding <=> $6::vector)::real END
+    FROM ranked r JOIN chunks c ON c.id = r.id
+    ORDER BY r.score DESC, r.id";
 
 /// How many times the most passages a telling word may be in
 /// ([`COMMON_WORD_PASSAGES`]) the planner's statistics must put a word in
@@ -93,6 +100,34 @@ pub const HNSW_EF_SEARCH_CHUNKS: usize = 1000;
 /// server where 1000 takes 22.7 ms (both on the bench's server, warming).
 pub const HNSW_EF_SEARCH_CARDS: usize = 400;
 
+/// What the veto reads of a passage ([`passage_of`]), from [`PASSAGE_CARD`].
+const PASSAGE: &str = "c.id, c.content_id, c.heading_path, c.text, c.page, d.key_terms, d.what,
+    (SELECT count(*) FROM chunks o WHERE o.content_id = c.content_id), c.language";
+
+/// A passage with its document's card, for [`PASSAGE`].
+const PASSAGE_CARD: &str = "chunks c LEFT JOIN cards d ON d.content_id = c.content_id";
+
+/// A passage from a row whose first columns are [`PASSAGE`]'s.
+fn passage_of(r: &postgres::Row) -> Result<Passage> {
+    let chunk: i64 = r.get(0);
+    PassageRow {
+        content: r.get(1),
+        heading_path: r.get(2),
+        text: r.get(3),
+        page: r.get::<_, Option<i32>>(4).map(|p| p as u32),
+        key_terms: r.get(5),
+        what: r.get(6),
+        chunks: r.get(7),
+        language: r.get(8),
+    }
+    .read(chunk)
+}
+
+/// The nearest chunks as (chunk id, cosine distance).
+fn pairs(found: Vec<NearChunk>) -> Vec<(i64, f32)> {
+    found.iter().map(|n| (n.chunk, n.distance)).collect()
+}
+
 impl PgStore {
     /// The `k` chunks (made by `fingerprint`) nearest `query`, nearest
     /// first, as (chunk id, cosine distance), through the HNSW index.
@@ -102,7 +137,8 @@ impl PgStore {
         k: usize,
         fingerprint: &str,
     ) -> Result<(Vec<(i64, f32)>, Search)> {
-        self.nearest_chunks_on(&mut self.client(), query, k, fingerprint)
+        let (found, search) = self.nearest_chunks_on(&mut self.client(), query, k, fingerprint)?;
+        Ok((pairs(found), search))
     }
 
     fn nearest_chunks_on(
@@ -111,12 +147,12 @@ impl PgStore {
         query: &[f32],
         k: usize,
         fingerprint: &str,
-    ) -> Result<(Vec<(i64, f32)>, Search)> {
+    ) -> Result<(Vec<NearChunk>, Search)> {
         let ef = HNSW_EF_SEARCH_CHUNKS.max(k);
         let found = self.ordered_by_vector(
             client,
             &format!("SET LOCAL hnsw.ef_search = {ef}"),
-            "SELECT id, (embedding <=> $1)::real FROM chunks WHERE fingerprint = $2
+            "SELECT id, (embedding <=> $1)::real, content_id FROM chunks WHERE fingerprint = $2
              ORDER BY embedding <=> $1 LIMIT $3",
             query,
             k,
@@ -134,7 +170,8 @@ impl PgStore {
             let nearest = s.spawn(|| {
                 self.beside(|c| self.nearest_chunks_on(c, ask.vector, ask.k, ask.fingerprint))
             });
-            let keyword = self.keyword_chunks(ask.text, ask.k);
+            let keyword =
+                self.keyword_matches(ask.text, ask.k, Some((ask.vector, ask.fingerprint)));
             let vocabulary = self.vocabulary(ask.text);
             let (nearest, search) = nearest
                 .join()
@@ -156,15 +193,15 @@ impl PgStore {
         k: usize,
         fingerprint: &str,
     ) -> Result<Vec<(i64, f32)>> {
-        self.ordered_by_vector(
+        Ok(pairs(self.ordered_by_vector(
             &mut self.client(),
             "SET LOCAL enable_indexscan = off",
-            "SELECT id, (embedding <=> $1)::real FROM chunks WHERE fingerprint = $2
+            "SELECT id, (embedding <=> $1)::real, content_id FROM chunks WHERE fingerprint = $2
              ORDER BY embedding <=> $1, id LIMIT $3",
             query,
             k,
             fingerprint,
-        )
+        )?))
     }
 
     fn ordered_by_vector(
@@ -175,7 +212,7 @@ impl PgStore {
         query: &[f32],
         k: usize,
         fingerprint: &str,
-    ) -> Result<Vec<(i64, f32)>> {
+    ) -> Result<Vec<NearChunk>> {
         let run = |client: &mut Client| -> std::result::Result<_, postgres::Error> {
             let mut tx = client.transaction()?;
             tx.batch_execute(setting)?;
@@ -184,7 +221,14 @@ impl PgStore {
                 &[&Vector::from(query.to_vec()), &fingerprint, &(k as i64)],
             )?;
             tx.commit()?;
-            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+            Ok(rows
+                .iter()
+                .map(|r| NearChunk {
+                    chunk: r.get(0),
+                    distance: r.get(1),
+                    content: r.get(2),
+                })
+                .collect())
         };
         run(client).map_err(|e| self.failed(e))
     }
@@ -194,10 +238,26 @@ impl PgStore {
     /// words, read by FTS5's tokenizer; a word in more than
     /// [`COMMON_WORD_PASSAGES`] passages is left out, as there.
     pub fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>> {
+        let found = self.keyword_matches(text, k, None)?;
+        Ok(found.iter().map(|m| m.chunk).collect())
+    }
+
+    /// [`Self::keyword_chunks`], each with its content and, given the
+    /// query's vector and its fingerprint, its distance to the query.
+    fn keyword_matches(
+        &self,
+        text: &str,
+        k: usize,
+        query: Option<(&[f32], &str)>,
+    ) -> Result<Vec<KeywordMatch>> {
         let words = query_lexemes(text)?;
         if words.is_empty() {
             return Ok(Vec::new());
         }
+        let (vector, fingerprint) = match query {
+            Some((v, fp)) => (Some(Vector::from(v.to_vec())), Some(fp)),
+            None => (None, None),
+        };
         let rows = self.rows(
             BM25,
             &[
@@ -205,9 +265,18 @@ impl PgStore {
                 &(COMMON_WORD_PASSAGES as i64),
                 &(k as i64),
                 &COMMON_BY_STATISTICS,
+                &fingerprint,
+                &vector,
             ],
         )?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        Ok(rows
+            .iter()
+            .map(|r| KeywordMatch {
+                chunk: r.get(0),
+                content: r.get(1),
+                distance: r.get(2),
+            })
+            .collect())
     }
 
     /// The content a chunk belongs to; none for a chunk deleted since.
@@ -222,25 +291,6 @@ impl PgStore {
             "SELECT id, content_id FROM chunks WHERE id = ANY($1)",
             &[&chunks],
         )?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
-    }
-
-    /// Each chunk's cosine distance to `query` under `fingerprint`; a chunk
-    /// with no vector of that fingerprint is left out.
-    pub fn chunk_distances(
-        &self,
-        chunks: &[i64],
-        query: &[f32],
-        fingerprint: &str,
-    ) -> Result<Vec<(i64, f32)>> {
-        let rows = self
-            .client()
-            .query(
-                "SELECT id, (embedding <=> $1)::real FROM chunks
-                 WHERE id = ANY($2) AND fingerprint = $3 ORDER BY array_position($2, id)",
-                &[&Vector::from(query.to_vec()), &chunks, &fingerprint],
-            )
-            .map_err(|e| self.failed(e))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
@@ -345,26 +395,46 @@ impl PgStore {
     /// a chunk deleted since the search is absent.
     pub fn passages(&self, chunks: &[i64]) -> Result<ById<Passage>> {
         let rows = self.rows(
-            "SELECT c.id, c.content_id, c.heading_path, c.text, c.page, d.key_terms, d.what,
-                    (SELECT count(*) FROM chunks o WHERE o.content_id = c.content_id), c.language
-             FROM chunks c LEFT JOIN cards d ON d.content_id = c.content_id
-             WHERE c.id = ANY($1)",
+            &format!("SELECT {PASSAGE} FROM {PASSAGE_CARD} WHERE c.id = ANY($1)"),
             &[&chunks],
         )?;
         let mut found = ById::new();
         for r in &rows {
-            let chunk: i64 = r.get(0);
-            let row = PassageRow {
-                content: r.get(1),
-                heading_path: r.get(2),
-                text: r.get(3),
-                page: r.get::<_, Option<i32>>(4).map(|p| p as u32),
-                key_terms: r.get(5),
-                what: r.get(6),
-                chunks: r.get(7),
-                language: r.get(8),
-            };
-            found.insert(chunk, row.read(chunk)?);
+            found.insert(r.get(0), passage_of(r)?);
+        }
+        Ok(found)
+    }
+
+    /// Each passage with what its document's card says and the documents
+    /// that hold it, oldest first, in one round trip; a chunk deleted since
+    /// the search, or one no document holds any more, is absent.
+    pub fn passages_with_locations(
+        &self,
+        chunks: &[i64],
+    ) -> Result<ById<(Passage, Vec<Location>)>> {
+        let rows = self.rows(
+            &format!(
+                "SELECT {PASSAGE}, l.ids, l.titles, l.sources
+                 FROM {PASSAGE_CARD},
+                      LATERAL (SELECT array_agg(x.id ORDER BY x.id) AS ids,
+                                      array_agg(x.title ORDER BY x.id) AS titles,
+                                      array_agg(x.source ORDER BY x.id) AS sources
+                               FROM documents x WHERE x.content_id = c.content_id) l
+                 WHERE c.id = ANY($1) AND l.ids IS NOT NULL"
+            ),
+            &[&chunks],
+        )?;
+        let mut found = ById::new();
+        for r in &rows {
+            let (ids, titles, sources): (Vec<i64>, Vec<String>, Vec<String>) =
+                (r.get(9), r.get(10), r.get(11));
+            let held = ids
+                .into_iter()
+                .zip(titles)
+                .zip(sources)
+                .map(|((doc, title), source)| Location { doc, title, source })
+                .collect();
+            found.insert(r.get(0), (passage_of(r)?, held));
         }
         Ok(found)
     }
