@@ -79,8 +79,8 @@ seam! {
     fn passage(&self, chunk: i64) -> Result<Option<Passage>>;
     fn passages_with_locations(&self, chunks: &[i64]) -> Result<ById<(Passage, Vec<Location>)>>;
     fn passages(&self, chunks: &[i64]) -> Result<ById<Passage>>;
-    fn chunk_contents(&self, chunks: &[i64]) -> Result<ById<i64>>;
     fn chunk_content(&self, chunk_id: i64) -> Result<Option<i64>>;
+    fn chunk_contents(&self, chunks: &[i64]) -> Result<ById<i64>>;
     fn keyword_chunks(&self, text: &str, k: usize) -> Result<Vec<i64>>;
     fn schema_version(&self) -> Result<i64>;
     fn nearest_chunks(&self, query: &[f32], k: usize, fingerprint: &str) -> Result<(Vec<(i64, f32)>, Search)>;
