@@ -18,9 +18,13 @@ pub(super) const SEARCH_INDEXES: &str = "
     CREATE INDEX IF NOT EXISTS chunks_words ON chunks USING gin (words);
     CREATE INDEX IF NOT EXISTS cards_embedding ON cards USING hnsw (embedding vector_cosine_ops);";
 
-/// The memory an index build may take before pgvector's HNSW build goes to
-/// disk (many times slower): a million 384-dimension vectors' graph fits.
-const INDEX_BUILD_MEMORY: &str = "2GB";
+/// The memory one vector takes in pgvector's HNSW graph while it is built:
+/// its 384 floats and its neighbours (the graph of a million passages took
+/// 1,953 MB on disk, about 2,050 bytes each; the rest is room). A build
+/// whose graph outgrows `maintenance_work_mem` goes on from disk, many
+/// times slower; the fixed 2 GB this replaced held a million passages'
+/// graph and no more.
+const GRAPH_BYTES_PER_VECTOR: i64 = 384 * 4 + 1024;
 
 impl PgStore {
     /// Drops the search indexes of this (empty) library before a copy
@@ -50,12 +54,23 @@ impl PgStore {
         if held == 3 {
             return Ok(());
         }
+        let build_kb = self.index_build_memory_kb()?;
         self.client()
             .batch_execute(&format!(
-                "SET maintenance_work_mem = '{INDEX_BUILD_MEMORY}'; {SEARCH_INDEXES}
+                "SET maintenance_work_mem = '{build_kb}kB'; {SEARCH_INDEXES}
                  RESET maintenance_work_mem;"
             ))
             .map_err(|e| self.failed(e))
+    }
+
+    /// The memory the index builds may take, in kB: room for the passages'
+    /// graph, or the server's own setting where that is more.
+    fn index_build_memory_kb(&self) -> Result<i64> {
+        self.one(
+            "SELECT greatest(pg_size_bytes(current_setting('maintenance_work_mem')),
+                             (SELECT count(*) FROM chunks) * $1::bigint) / 1024",
+            &[&GRAPH_BYTES_PER_VECTOR],
+        )
     }
 
     /// Every body's id, in the order stored.

@@ -8,6 +8,7 @@
 
 use pgvector::Vector;
 use postgres::Transaction;
+use postgres::types::ToSql;
 
 use super::words::passage_words;
 use super::{Failed, PgStore};
@@ -255,6 +256,15 @@ pub(super) fn languages_of(chunks: &[NewChunk]) -> (&'static str, Vec<&'static s
     settle(&own)
 }
 
+/// The passages one `INSERT` writes. Each statement fires the library's
+/// count triggers once (`chunk_totals`, `language_totals`) and is one
+/// round trip, so a body's passages go in a few statements, not one each.
+const PASSAGES_PER_INSERT: usize = 200;
+
+/// The parameters of one passage's row, after the two every row shares
+/// (the content and the fingerprint).
+const PASSAGE_PARAMETERS: usize = 11;
+
 /// Inserts a content's chunks with their vectors and settled languages;
 /// the content's language.
 pub(super) fn insert_chunks(
@@ -276,37 +286,82 @@ pub(super) fn insert_chunks(
         .map(|(path, k)| (path.as_str(), k.text.as_str()))
         .collect();
     let words = passage_words(&passages).map_err(Failed::Carrel)?;
-    let insert = tx.prepare(
-        "INSERT INTO chunks (content_id, seq, heading_path, section, start_at, end_at, page, text,
-            language, embedding, fingerprint, words, tokens)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::tsvector, $13)",
-    )?;
-    let rows = chunks
+    let rows: Vec<PassageRow> = chunks
         .iter()
         .zip(vectors)
-        .zip(&codes)
-        .zip(paths.iter().zip(&words));
-    for (seq, (((k, v), code), (path, w))) in rows.enumerate() {
-        tx.execute(
-            &insert,
-            &[
-                &content_id,
-                &(seq as i32),
-                &path,
-                &(k.section as i32),
-                &(k.start as i32),
-                &(k.end as i32),
-                &k.page.map(|p| p as i32),
+        .enumerate()
+        .map(|(seq, (k, v))| PassageRow {
+            seq: seq as i32,
+            section: k.section as i32,
+            start: k.start as i32,
+            end: k.end as i32,
+            page: k.page.map(|p| p as i32),
+            vector: Vector::from(v.clone()),
+        })
+        .collect();
+    let mut at = 0;
+    for group in rows.chunks(PASSAGES_PER_INSERT) {
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&content_id, &fingerprint];
+        for (i, row) in group.iter().enumerate() {
+            let (k, path, w) = (&chunks[at + i], &paths[at + i], &words[at + i]);
+            params.extend([
+                &row.seq as &(dyn ToSql + Sync),
+                path,
+                &row.section,
+                &row.start,
+                &row.end,
+                &row.page,
                 &k.text,
-                code,
-                &Vector::from(v.clone()),
-                &fingerprint,
+                &codes[at + i],
+                &row.vector,
                 &w.vector,
                 &w.tokens,
-            ],
-        )?;
+            ]);
+        }
+        tx.execute(&insert_passages_sql(group.len()), &params)?;
+        at += group.len();
     }
     Ok(language)
+}
+
+/// A passage's own values that are not borrowed from it.
+struct PassageRow {
+    seq: i32,
+    section: i32,
+    start: i32,
+    end: i32,
+    page: Option<i32>,
+    vector: Vector,
+}
+
+/// The `INSERT` of `rows` passages of one content: `$1` the content, `$2`
+/// the fingerprint, then [`PASSAGE_PARAMETERS`] for each passage.
+fn insert_passages_sql(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|r| {
+            let p = |i: usize| 3 + r * PASSAGE_PARAMETERS + i;
+            format!(
+                "($1, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, $2, ${}::text::tsvector, ${})",
+                p(0),
+                p(1),
+                p(2),
+                p(3),
+                p(4),
+                p(5),
+                p(6),
+                p(7),
+                p(8),
+                p(9),
+                p(10)
+            )
+        })
+        .collect();
+    format!(
+        "INSERT INTO chunks (content_id, seq, heading_path, section, start_at, end_at, page, text,
+            language, embedding, fingerprint, words, tokens)
+         VALUES {}",
+        values.join(", ")
+    )
 }
 
 /// Writes (or replaces) a content's card with its vector.
