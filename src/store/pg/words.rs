@@ -88,22 +88,25 @@ pub(super) enum Within {
 /// For each text, a `tsquery` of its tokens as one phrase, in order; none
 /// for a text with no token. The texts are read by one tokenizer run.
 pub(super) fn phrases(texts: &[&str], within: Within) -> Result<Vec<Option<String>>> {
+    Ok(fts5_words(texts)?
+        .iter()
+        .map(|words| phrase(words, within))
+        .collect())
+}
+
+/// A `tsquery` of `words` as one phrase, in order; none for no words.
+pub(super) fn phrase(words: &[String], within: Within) -> Option<String> {
     let weight = match within {
         Within::Passage => "",
         Within::Text => ":A",
     };
-    Ok(fts5_words(texts)?
-        .into_iter()
-        .map(|words| {
-            (!words.is_empty()).then(|| {
-                words
-                    .iter()
-                    .map(|w| format!("{}{weight}", quoted(w)))
-                    .collect::<Vec<_>>()
-                    .join(" <-> ")
-            })
-        })
-        .collect())
+    (!words.is_empty()).then(|| {
+        words
+            .iter()
+            .map(|w| format!("{}{weight}", quoted(w)))
+            .collect::<Vec<_>>()
+            .join(" <-> ")
+    })
 }
 
 /// Rows filled at a time when a library's words are made again.
