@@ -255,6 +255,10 @@ const MIGRATIONS: &[&str] = &[
      CREATE TRIGGER chunks_languages_removed AFTER DELETE ON chunks REFERENCING OLD TABLE AS changed
         FOR EACH STATEMENT EXECUTE FUNCTION carrel_count_languages();
      CREATE INDEX chunks_fingerprint ON chunks (fingerprint);",
+    // 6: the passages' HNSW graph is made wider (`copy::SEARCH_INDEXES`):
+    // dropped here and made again when the library is opened, as schema 4's
+    // indexes were.
+    "DROP INDEX IF EXISTS chunks_embedding;",
 ];
 
 /// A library on a PostgreSQL server.
