@@ -92,7 +92,9 @@ const COMMON_BY_STATISTICS: f64 = 2.0;
 /// synthetic passages (`make bench-scale-postgresql`) 100 found 0.78 of the
 /// exact top 10 for the scaling bench's questions, 400 0.966, 1000 0.983:
 /// the 0.98 only at pgvector's most, which the topic lane affords
-/// since its keyword side was made quicker (docs/team-library.md).
+/// since its keyword side was made quicker (docs/team-library.md). At
+/// three million, 1000 found 0.939 on pgvector's default graph and 0.995
+/// on the wider one schema 6 builds.
 pub const HNSW_EF_SEARCH_CHUNKS: usize = 1000;
 
 /// The cards' HNSW search's candidate list per query: at 100k cards, 400
