@@ -422,20 +422,20 @@ fn sampled_words(
 }
 
 /// Sets `found[i]` for each phrase `i` of `which` that a passage holds, in
-/// one statement.
+/// one statement (a phrase of no words is held by none).
 fn any_holding(
     tx: &mut postgres::Transaction<'_>,
     phrases: &[Vec<String>],
     which: &[usize],
     found: &mut [bool],
 ) -> std::result::Result<(), postgres::Error> {
-    if which.is_empty() {
+    let (asked, queries): (Vec<usize>, Vec<String>) = which
+        .iter()
+        .filter_map(|&i| Some((i, phrase(&phrases[i], Within::Passage)?)))
+        .unzip();
+    if queries.is_empty() {
         return Ok(());
     }
-    let queries: Vec<String> = which
-        .iter()
-        .filter_map(|&i| phrase(&phrases[i], Within::Passage))
-        .collect();
     let sql = (1..=queries.len())
         .map(|i| format!("EXISTS (SELECT 1 FROM chunks WHERE words @@ ${i}::text::tsquery)"))
         .collect::<Vec<_>>()
@@ -445,7 +445,7 @@ fn any_holding(
         .map(|q| q as &(dyn postgres::types::ToSql + Sync))
         .collect();
     let row = tx.query_one(&format!("SELECT {sql}"), &params)?;
-    for (n, &i) in which.iter().enumerate() {
+    for (n, &i) in asked.iter().enumerate() {
         found[i] = row.get(n);
     }
     Ok(())
